@@ -1,0 +1,77 @@
+// The CPU "reference" backend for permute: a strided gather into a contiguous output.
+#include <cstring>
+#include <vector>
+
+#include "oneflite/ep/primitive/permute.h"
+#include "type_traits.h"
+
+namespace oneflite::ep::primitive::cpu {
+
+namespace {
+
+// Walks dst in order with an odometer over its dims; the source offset moves by the permuted
+// source stride of whichever dim ticks, so no index is ever divided.
+template <typename Word>
+void PermuteCopy(int ndim, const int64_t* src_dims, const int64_t* src_strides, const Word* src,
+                 const int* perm, Word* dst) {
+  std::vector<int64_t> dims(ndim), strides(ndim), index(ndim, 0);
+  int64_t count = 1;
+  for (int i = 0; i < ndim; ++i) {
+    dims[i] = src_dims[perm[i]];
+    strides[i] = src_strides[perm[i]];
+    count *= dims[i];
+  }
+  if (count == 0) { return; }
+  if (ndim == 0) {
+    dst[0] = src[0];
+    return;
+  }
+  const int last = ndim - 1;
+  const int64_t inner = dims[last];
+  const int64_t inner_stride = strides[last];
+  int64_t src_offset = 0;
+  for (int64_t done = 0; done < count; done += inner) {
+    const Word* in = src + src_offset;
+    for (int64_t j = 0; j < inner; ++j) { dst[done + j] = in[j * inner_stride]; }
+    // Tick the odometer over the outer dims.
+    for (int d = last - 1; d >= 0; --d) {
+      src_offset += strides[d];
+      if (++index[d] < dims[d]) { break; }
+      src_offset -= strides[d] * dims[d];
+      index[d] = 0;
+    }
+  }
+}
+
+template <typename Word>
+class PermuteImpl final : public Permute {
+ public:
+  void Launch(Stream* /*stream*/, int ndim, const int64_t* src_dims, const int64_t* src_strides,
+              const void* src, const int* perm, void* dst) override {
+    PermuteCopy<Word>(ndim, src_dims, src_strides, static_cast<const Word*>(src), perm,
+                      static_cast<Word*>(dst));
+  }
+};
+
+// Permute only moves bytes, so it is instantiated per element width, not per dtype.
+class ReferencePermuteFactory final : public PermuteFactory {
+ public:
+  std::unique_ptr<Permute> New(DataType dtype) override {
+    switch (SizeOf(dtype)) {
+      case 1: return std::make_unique<PermuteImpl<uint8_t>>();
+      case 2: return std::make_unique<PermuteImpl<uint16_t>>();
+      case 4: return std::make_unique<PermuteImpl<uint32_t>>();
+      case 8: return std::make_unique<PermuteImpl<uint64_t>>();
+      default: return nullptr;
+    }
+  }
+};
+
+ONEFLITE_REGISTER_PRIMITIVE(PermuteFactory, DeviceType::kCPU, "reference", 0,
+                            ReferencePermuteFactory, DataType::kFloat16, DataType::kBFloat16,
+                            DataType::kFloat32, DataType::kFloat64, DataType::kInt32,
+                            DataType::kInt64, DataType::kBool);
+
+}  // namespace
+
+}  // namespace oneflite::ep::primitive::cpu

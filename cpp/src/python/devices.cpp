@@ -1,0 +1,56 @@
+// oneflite._C.cuda (device queries) and the stream hooks DLPack needs.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "bindings.h"
+#include "oneflite/common/error.h"
+#include "oneflite/ep/device_manager.h"
+
+namespace py = pybind11;
+
+namespace oneflite::python {
+
+namespace {
+
+int CudaDeviceCount() {
+  ep::DeviceManager* manager = ep::FindDeviceManager(DeviceType::kCUDA);
+  return manager == nullptr ? 0 : manager->DeviceCount();
+}
+
+}  // namespace
+
+void BindDevices(py::module_& m) {
+  py::module_ cuda = m.def_submodule("cuda", "CUDA device queries.");
+  cuda.def("is_compiled", [] { return ep::FindDeviceManager(DeviceType::kCUDA) != nullptr; },
+           "True when the CUDA backend library is loaded.");
+  cuda.def("device_count", &CudaDeviceCount);
+  cuda.def("is_available", [] { return CudaDeviceCount() > 0; });
+  cuda.def(
+      "synchronize",
+      [](const Device& device) {
+        ONEFLITE_CHECK(device.type == DeviceType::kCUDA, ValueError,
+                       "synchronize: expected a CUDA device, got '", device.ToString(), "'");
+        ep::GetDeviceManager(device)->GetStream(device.index)->Sync();
+      },
+      py::arg("device"), py::call_guard<py::gil_scoped_release>());
+
+  // DLPack stream handshakes, generic over device types.
+  m.def(
+      "_native_stream",
+      [](const Device& device) {
+        return ep::GetDeviceManager(device)->NativeStreamHandle(device.index);
+      },
+      py::arg("device"));
+  m.def(
+      "_make_external_stream_wait",
+      [](const Device& device, uintptr_t external_stream) {
+        ep::GetDeviceManager(device)->MakeExternalStreamWait(device.index, external_stream);
+      },
+      py::arg("device"), py::arg("external_stream"));
+  m.def(
+      "_synchronize",
+      [](const Device& device) { ep::GetDeviceManager(device)->GetStream(device.index)->Sync(); },
+      py::arg("device"), py::call_guard<py::gil_scoped_release>());
+}
+
+}  // namespace oneflite::python

@@ -1,0 +1,87 @@
+// Listings of every layer's registry, and loading of backend libraries.
+#include <dlfcn.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <set>
+#include <string>
+
+#include "bindings.h"
+#include "oneflite/common/error.h"
+#include "oneflite/ep/primitive/primitive.h"
+#include "oneflite/framework/kernel.h"
+#include "oneflite/framework/op.h"
+#include "oneflite/functional/function_library.h"
+
+namespace py = pybind11;
+
+namespace oneflite::python {
+
+namespace {
+
+py::list DTypeNames(const std::vector<DataType>& dtypes) {
+  py::list names;
+  for (DataType d : dtypes) { names.append(NameOf(d)); }
+  return names;
+}
+
+}  // namespace
+
+void BindRegistry(py::module_& m) {
+  py::module_ r = m.def_submodule("registry", "Read-only views of oneflite's registries.");
+
+  r.def("functors", [] {
+    py::list out;
+    for (const auto& info : functional::FunctionLibrary::Global().List()) {
+      out.append(py::dict(py::arg("name") = info.name, py::arg("signature") = info.signature));
+    }
+    return out;
+  });
+
+  r.def("ops", [] {
+    py::list out;
+    for (const OpDef* def : OpRegistry::Global().List()) {
+      out.append(py::dict(py::arg("name") = def->name, py::arg("inputs") = def->inputs,
+                          py::arg("outputs") = def->outputs, py::arg("attrs") = def->attrs,
+                          py::arg("doc") = def->doc));
+    }
+    return out;
+  });
+
+  r.def("kernels", [] {
+    py::list out;
+    for (const KernelRegistration* k : KernelRegistry::Global().List()) {
+      out.append(py::dict(py::arg("op") = k->op_name, py::arg("name") = k->kernel_name,
+                          py::arg("priority") = k->priority, py::arg("match") = k->match_doc));
+    }
+    return out;
+  });
+
+  r.def("primitives", [] {
+    py::list out;
+    auto& registry = ep::primitive::PrimitiveRegistry::Global();
+    for (const auto& info : registry.List()) {
+      out.append(py::dict(py::arg("kind") = info.kind,
+                          py::arg("device") = NameOf(info.device_type),
+                          py::arg("name") = info.name, py::arg("priority") = info.priority,
+                          py::arg("dtypes") = DTypeNames(info.dtypes)));
+    }
+    return out;
+  });
+
+  // Loads a shared library whose static initializers register backends (the CUDA backend, or
+  // a user's extension). RTLD_GLOBAL so that later libraries can link against its symbols.
+  m.def(
+      "load_library",
+      [](const std::string& path) {
+        void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+        if (handle == nullptr) {
+          const char* message = dlerror();
+          ONEFLITE_THROW(RuntimeError, "could not load '", path,
+                         "': ", message ? message : "unknown error");
+        }
+      },
+      py::arg("path"), py::call_guard<py::gil_scoped_release>());
+}
+
+}  // namespace oneflite::python

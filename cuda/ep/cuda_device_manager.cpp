@@ -1,0 +1,120 @@
+// The CUDA device: stream-ordered memory from each device's cudaMallocAsync pool, and one
+// non-blocking stream per device that all of oneflite's work on that device is queued on.
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "ep/cuda_stream.h"
+#include "oneflite/ep/device_manager.h"
+
+namespace oneflite::ep {
+
+namespace {
+
+class CudaDeviceManager final : public DeviceManager {
+ public:
+  DeviceType device_type() const override { return DeviceType::kCUDA; }
+
+  int DeviceCount() override {
+    std::call_once(count_once_, [this] {
+      int count = 0;
+      // No driver or no GPU is not an error here: it means zero devices.
+      if (cudaGetDeviceCount(&count) != cudaSuccess) {
+        count = 0;
+        cudaGetLastError();
+      }
+      count_ = count;
+      streams_.resize(count);
+      stream_once_ = std::make_unique<std::once_flag[]>(count);
+    });
+    return count_;
+  }
+
+  void* Allocate(int index, size_t nbytes) override {
+    if (nbytes == 0) { return nullptr; }
+    CudaStream* stream = Stream(index);
+    CudaDeviceGuard guard(index);
+    void* ptr = nullptr;
+    const cudaError_t status = cudaMallocAsync(&ptr, nbytes, stream->cuda_stream());
+    if (status != cudaSuccess) {
+      cudaGetLastError();
+      ONEFLITE_THROW(RuntimeError, "CUDA error: ", cudaGetErrorString(status), " (",
+                     cudaGetErrorName(status), ") allocating ", nbytes, " bytes on cuda:", index);
+    }
+    return ptr;
+  }
+
+  void Free(int index, void* ptr) override {
+    if (ptr == nullptr) { return; }
+    // Called from tensor destructors: it must not throw. At process exit the runtime may be
+    // gone already, and then there is nothing left to free.
+    int previous = 0;
+    if (cudaGetDevice(&previous) != cudaSuccess) { return; }
+    if (previous != index) { cudaSetDevice(index); }
+    cudaFreeAsync(ptr, streams_[index]->cuda_stream());
+    if (previous != index) { cudaSetDevice(previous); }
+    cudaGetLastError();
+  }
+
+  void SetActiveDevice(int index) override { ONEFLITE_CUDA_CHECK(cudaSetDevice(index)); }
+
+  ep::Stream* GetStream(int index) override { return Stream(index); }
+
+  void Memcpy(ep::Stream* stream, void* dst, const void* src, size_t nbytes,
+              MemcpyKind kind) override {
+    auto* cuda = static_cast<CudaStream*>(stream);
+    CudaDeviceGuard guard(cuda->device_info().index);
+    const cudaMemcpyKind cuda_kind = kind == MemcpyKind::kHostToDevice   ? cudaMemcpyHostToDevice
+                                     : kind == MemcpyKind::kDeviceToHost ? cudaMemcpyDeviceToHost
+                                                                         : cudaMemcpyDefault;
+    ONEFLITE_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cuda_kind, cuda->cuda_stream()));
+    ONEFLITE_CUDA_CHECK(cudaStreamSynchronize(cuda->cuda_stream()));
+  }
+
+  uintptr_t NativeStreamHandle(int index) override {
+    return reinterpret_cast<uintptr_t>(Stream(index)->cuda_stream());
+  }
+
+  void MakeExternalStreamWait(int index, uintptr_t external_stream) override {
+    CudaStream* stream = Stream(index);
+    CudaDeviceGuard guard(index);
+    cudaEvent_t event = nullptr;
+    ONEFLITE_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    const cudaError_t recorded = cudaEventRecord(event, stream->cuda_stream());
+    const cudaError_t waited =
+        recorded == cudaSuccess
+            ? cudaStreamWaitEvent(reinterpret_cast<cudaStream_t>(external_stream), event, 0)
+            : recorded;
+    cudaEventDestroy(event);  // safe: destruction is deferred until the event completes
+    ONEFLITE_CUDA_CHECK(waited);
+  }
+
+ private:
+  CudaStream* Stream(int index) {
+    const int count = DeviceCount();
+    ONEFLITE_CHECK(index >= 0 && index < count, RuntimeError, "device 'cuda:", index,
+                   "' is not available: ", count, " CUDA device(s) found");
+    std::call_once(stream_once_[index], [this, index] {
+      streams_[index] = std::make_unique<CudaStream>(index);
+      // Keep freed blocks in the pool instead of returning them to the driver at every
+      // synchronization, so steady-state allocation is a pool hit.
+      cudaMemPool_t pool = nullptr;
+      ONEFLITE_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, index));
+      uint64_t threshold = UINT64_MAX;
+      ONEFLITE_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+    });
+    return streams_[index].get();
+  }
+
+  std::once_flag count_once_;
+  int count_ = 0;
+  std::unique_ptr<std::once_flag[]> stream_once_;
+  std::vector<std::unique_ptr<CudaStream>> streams_;
+};
+
+ONEFLITE_REGISTER_DEVICE_MANAGER(CudaDeviceManager);
+
+}  // namespace
+
+}  // namespace oneflite::ep

@@ -1,0 +1,102 @@
+// The CUDA backend for cast. Conversions go through the same widened types as the CPU reference
+// (double for floats, int64 for integers), so both backends give bit-identical results.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "ep/cuda_stream.h"
+#include "oneflite/ep/primitive/cast.h"
+
+namespace oneflite::ep::primitive {
+
+namespace {
+
+constexpr int kBlockSize = 256;
+
+template <typename From>
+__device__ __forceinline__ auto Widen(From v) {
+  if constexpr (std::is_same_v<From, __half>) {
+    return static_cast<double>(__half2float(v));
+  } else if constexpr (std::is_same_v<From, __nv_bfloat16>) {
+    return static_cast<double>(__bfloat162float(v));
+  } else if constexpr (std::is_integral_v<From>) {
+    return static_cast<int64_t>(v);
+  } else {
+    return static_cast<double>(v);
+  }
+}
+
+// Float to integer conversion on the GPU truncates, saturates and maps NaN to 0 by itself
+// (cvt.rzi), which is the contract.
+template <typename To, typename Wide>
+__device__ __forceinline__ To Narrow(Wide v) {
+  if constexpr (std::is_same_v<To, bool>) {
+    return v != 0;
+  } else if constexpr (std::is_same_v<To, __half>) {
+    return __float2half_rn(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<To, __nv_bfloat16>) {
+    return __float2bfloat16_rn(static_cast<float>(v));
+  } else {
+    return static_cast<To>(v);
+  }
+}
+
+template <typename From, typename To>
+__global__ void CastKernel(int64_t n, const From* __restrict__ x, To* __restrict__ y) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    y[i] = Narrow<To>(Widen(x[i]));
+  }
+}
+
+template <typename From, typename To>
+class CastImpl final : public Cast {
+ public:
+  void Launch(Stream* stream, const void* x, void* y, int64_t n) override {
+    if (n == 0) { return; }
+    auto* cuda = static_cast<CudaStream*>(stream);
+    const int64_t blocks_needed = (n + kBlockSize - 1) / kBlockSize;
+    const int max_blocks = cuda->device_info().sm_count * (2048 / kBlockSize) * 4;
+    const int grid = static_cast<int>(std::min<int64_t>(blocks_needed, max_blocks));
+    CastKernel<From, To><<<grid, kBlockSize, 0, cuda->cuda_stream()>>>(
+        n, static_cast<const From*>(x), static_cast<To*>(y));
+    ONEFLITE_CUDA_CHECK_LAUNCH();
+  }
+};
+
+template <typename Fn>
+std::unique_ptr<Cast> DispatchCudaType(DataType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DataType::kFloat16: return fn(__half{});
+    case DataType::kBFloat16: return fn(__nv_bfloat16{});
+    case DataType::kFloat32: return fn(float{});
+    case DataType::kFloat64: return fn(double{});
+    case DataType::kInt32: return fn(int32_t{});
+    case DataType::kInt64: return fn(int64_t{});
+    case DataType::kBool: return fn(bool{});
+  }
+  return nullptr;
+}
+
+class CudaCastFactory final : public CastFactory {
+ public:
+  std::unique_ptr<Cast> New(DataType from, DataType to) override {
+    return DispatchCudaType(from, [&](auto from_tag) {
+      return DispatchCudaType(to, [](auto to_tag) -> std::unique_ptr<Cast> {
+        return std::make_unique<CastImpl<decltype(from_tag), decltype(to_tag)>>();
+      });
+    });
+  }
+};
+
+ONEFLITE_REGISTER_PRIMITIVE(CastFactory, DeviceType::kCUDA, "cuda", 100, CudaCastFactory,
+                            DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
+                            DataType::kFloat64, DataType::kInt32, DataType::kInt64,
+                            DataType::kBool);
+
+}  // namespace
+
+}  // namespace oneflite::ep::primitive

@@ -1,0 +1,126 @@
+"""``oneflite.trace()``: record how calls travel through the five layers.
+
+::
+
+    with oneflite.trace() as t:
+        oneflite.nn.functional.softmax(x, dim=0)
+    print(t)
+
+Recording is per thread. While no trace is active every hook is a single flag check, in Python
+and in C++, so tracing costs nothing when it is off.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from . import _C
+
+__all__ = ["Trace", "TraceEvent", "trace"]
+
+# How many trace() contexts are open, in any thread. The functional layer reads this to decide
+# whether to describe its call; the C++ side checks its own per-thread recorder.
+active = 0
+
+
+@dataclass(frozen=True)
+class TraceEvent:
+    """One step of a call: its nesting depth, its layer and what happened there."""
+
+    depth: int
+    layer: str
+    text: str
+
+
+class Trace:
+    """The events recorded by one ``with oneflite.trace()`` block; ``print`` shows a tree."""
+
+    def __init__(self) -> None:
+        self.events: list[TraceEvent] = []
+
+    def layers(self) -> list[str]:
+        """The layer of each event, in order."""
+        return [e.layer for e in self.events]
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def __repr__(self) -> str:
+        return f"<oneflite.Trace with {len(self.events)} events>"
+
+    def __str__(self) -> str:
+        lines = []
+        for i, event in enumerate(self.events):
+            # Draw each ancestor's rail, then this event's branch.
+            prefix = ""
+            for level in range(event.depth):
+                if level == event.depth - 1:
+                    prefix += "└─ " if self._is_last_child(i) else "├─ "
+                else:
+                    prefix += "   " if self._ancestor_done(i, level + 1) else "│  "
+            lines.append(f"{prefix}{event.layer:<10} {event.text}")
+        return "\n".join(lines)
+
+    def _is_last_child(self, i: int) -> bool:
+        depth = self.events[i].depth
+        for later in self.events[i + 1:]:
+            if later.depth < depth:
+                return True
+            if later.depth == depth:
+                return False
+        return True
+
+    def _ancestor_done(self, i: int, level: int) -> bool:
+        # Whether the ancestor of event i at depth `level` has no later siblings.
+        for j in range(i, -1, -1):
+            if self.events[j].depth == level:
+                return self._is_last_child(j)
+        return True
+
+
+class _Recording:
+    def __init__(self) -> None:
+        self.trace = Trace()
+
+    def __enter__(self) -> Trace:
+        global active
+        _C._trace_start()
+        active += 1
+        return self.trace
+
+    def __exit__(self, *exc: object) -> None:
+        global active
+        active -= 1
+        self.trace.events = [TraceEvent(*e) for e in _C._trace_stop()]
+
+
+def trace() -> _Recording:
+    """Record the layers of every oneflite call made in this thread inside the block.
+
+    Example::
+
+        >>> import oneflite
+        >>> x = oneflite.tensor([[1.0, 2.0, 3.0]])
+        >>> with oneflite.trace() as t:
+        ...     _ = oneflite.nn.functional.softmax(x, dim=1)
+        >>> t.layers()
+        ['functional', 'functor', 'functor', 'op', 'kernel', 'primitive']
+    """
+    return _Recording()
+
+
+def call(text: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """Run ``fn(*args)`` as a traced functional-layer call described by ``text``."""
+    _C._trace_begin("functional", text)
+    try:
+        return fn(*args)
+    finally:
+        _C._trace_end()
+
+
+def describe(t: Any) -> str:
+    """A short description of an argument for trace text."""
+    if isinstance(t, _C.Tensor):
+        return f"Tensor{tuple(t.shape)} {t.dtype.name} on {t.device}"
+    return repr(t)
