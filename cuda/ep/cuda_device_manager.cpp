@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "ep/cuda_stream.h"
@@ -11,6 +12,10 @@
 namespace oneflite::ep {
 
 namespace {
+
+std::string VersionString(int version) {
+  return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+}
 
 class CudaDeviceManager final : public DeviceManager {
  public:
@@ -29,6 +34,30 @@ class CudaDeviceManager final : public DeviceManager {
       stream_once_ = std::make_unique<std::once_flag[]>(count);
     });
     return count_;
+  }
+
+  std::string Describe() override {
+    int runtime = 0;
+    cudaRuntimeGetVersion(&runtime);
+    int driver = 0;
+    const bool has_driver = cudaDriverGetVersion(&driver) == cudaSuccess && driver > 0;
+    cudaGetLastError();
+    std::string text = "CUDA runtime " + VersionString(runtime) + " (static), built for " +
+                       ONEFLITE_CUDA_ARCHITECTURES + "; ";
+    text += has_driver ? "driver " + VersionString(driver) : std::string("no CUDA driver");
+    const int count = DeviceCount();
+    for (int i = 0; i < count; ++i) {
+      cudaDeviceProp prop{};
+      if (cudaGetDeviceProperties(&prop, i) != cudaSuccess) {
+        cudaGetLastError();
+        continue;
+      }
+      text += "\ncuda:" + std::to_string(i) + " " + prop.name + ", sm_" +
+              std::to_string(prop.major) + std::to_string(prop.minor) + ", " +
+              std::to_string(prop.multiProcessorCount) + " SMs, " +
+              std::to_string(prop.totalGlobalMem >> 20) + " MiB";
+    }
+    return text;
   }
 
   void* Allocate(int index, size_t nbytes) override {

@@ -6,6 +6,8 @@
 #include "oneflite/common/error.h"
 #include "oneflite/ep/device_manager.h"
 
+#include <string>
+
 namespace py = pybind11;
 
 namespace oneflite::python {
@@ -33,6 +35,26 @@ void BindDevices(py::module_& m) {
         ep::GetDeviceManager(device)->GetStream(device.index)->Sync();
       },
       py::arg("device"), py::call_guard<py::gil_scoped_release>());
+
+  m.def("_device_backends", [] {
+    py::dict out;
+    for (DeviceType type : {DeviceType::kCPU, DeviceType::kCUDA}) {
+      ep::DeviceManager* manager = ep::FindDeviceManager(type);
+      if (manager != nullptr) { out[NameOf(type)] = manager->Describe(); }
+    }
+    return out;
+  });
+  m.def("_build_info", [] {
+    py::dict info;
+    info["compiler"] = std::string("g++ ") + __VERSION__;
+    info["cxx_standard"] = __cplusplus;
+#ifdef NDEBUG
+    info["build_type"] = "release";
+#else
+    info["build_type"] = "debug";
+#endif
+    return info;
+  });
 
   // DLPack stream handshakes, generic over device types.
   m.def(

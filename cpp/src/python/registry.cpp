@@ -69,6 +69,15 @@ void BindRegistry(py::module_& m) {
     return out;
   });
 
+  // Forcing one primitive backend per kind (None: stop). The public API over this is
+  // oneflite.primitive.use().
+  m.def(
+      "_force_primitive",
+      [](const std::string& kind, std::optional<std::string> name) {
+        ep::primitive::PrimitiveRegistry::Global().Force(kind, std::move(name));
+      },
+      py::arg("kind"), py::arg("name"));
+
   // Loads a shared library whose static initializers register backends (the CUDA backend, or
   // a user's extension). RTLD_GLOBAL so that later libraries can link against its symbols.
   m.def(

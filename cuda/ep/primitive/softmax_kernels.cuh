@@ -198,10 +198,33 @@ inline int64_t MaxWindowPacks(int64_t cols, bool x_aligned) {
   return (cols + 2 * P - 2) / P;
 }
 
+// The max of a pack's elements. 16-bit packs are reduced in pairs by the packed max
+// instructions and widened once, rather than widening all eight elements.
+template <typename T>
+__device__ __forceinline__ ComputeType<T> PackMax(const Pack<T>& pack) {
+  constexpr int P = PackSize<T>::value;
+  if constexpr (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) {
+    using Pair = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
+    const auto* pairs = reinterpret_cast<const Pair*>(pack.elem);
+    Pair m = pairs[0];
+#pragma unroll
+    for (int j = 1; j < P / 2; ++j) { m = __hmax2(m, pairs[j]); }  // like fmax: NaN loses
+    return Max(ToCompute(m.x), ToCompute(m.y));
+  } else {
+    ComputeType<T> m = pack.elem[0];
+#pragma unroll
+    for (int j = 1; j < P; ++j) { m = Max(m, pack.elem[j]); }
+    return m;
+  }
+}
+
 // ---- Path 1: a warp (or a group of lanes) per row --------------------------------------------
 
 constexpr int kWarpSize = 32;
 constexpr int kWarpBlockSize = 128;
+// At most 128 registers a thread: the longest rows hold 64 values a lane, and the compiler,
+// left alone, spends the rest on scheduling freedom at the cost of resident warps.
+constexpr int kWarpMinBlocksPerSm = 4;
 
 // Butterfly all-reduce within aligned groups of kWidth lanes: every lane ends with the result.
 // All 32 lanes of the warp always take part (rows past the end just carry dummy values).
@@ -227,7 +250,7 @@ struct WarpShape {
 // the grid is persistent and strides over those row tiles. The row is cached in registers in
 // the compute type, so exp is computed once per element.
 template <typename T, Algorithm kAlgorithm, int kWidth, int kPacks, int kRows>
-__global__ void __launch_bounds__(kWarpBlockSize)
+__global__ void __launch_bounds__(kWarpBlockSize, kWarpMinBlocksPerSm)
     WarpSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int cols,
                       bool y_vector_ok) {
   using C = ComputeType<T>;
@@ -336,19 +359,61 @@ struct MergeMaxSum {
   }
 };
 
-// Packs each thread keeps in flight: 8 x 16 bytes, so that a block of 1024 threads, alone on
-// an SM when it caches a long row, still has 128 KiB of loads outstanding.
-constexpr int kBlockUnroll = 8;
+// Folds packs [0, count) of `packs` into a thread's (max, sum): one rescale for the batch, then
+// one exp per element.
+template <typename T, int kCount>
+__device__ __forceinline__ void FoldPacks(MaxSum<ComputeType<T>>& stats, const Pack<T>* packs,
+                                          int count) {
+  using C = ComputeType<T>;
+  constexpr int P = PackSize<T>::value;
+  C max = stats.max;
+#pragma unroll
+  for (int u = 0; u < kCount; ++u) { max = Max(max, PackMax(packs[u])); }
+  const C shift = SafeShift(max);
+  C sum = stats.sum * Exp<T>(stats.max - shift);
+#pragma unroll
+  for (int u = 0; u < kCount; ++u) {
+    if (u < count) {
+#pragma unroll
+      for (int j = 0; j < P; ++j) { sum += Exp<T>(ToCompute(packs[u].elem[j]) - shift); }
+    }
+  }
+  stats = {max, sum};
+}
 
-// One block per row, persistent over rows. Thread t owns window packs t, t + kBlock, ...; the
+// y for one pack, given the row's max and scale (1 / sum for softmax, log(sum) for log_softmax).
+// An all -inf row has max -inf, and x - max = NaN gives the NaN row PyTorch gives.
+template <typename T, Algorithm kAlgorithm>
+__device__ __forceinline__ Pack<T> OutputPack(const Pack<T>& in, ComputeType<T> max,
+                                              ComputeType<T> scale) {
+  Pack<T> out;
+#pragma unroll
+  for (int j = 0; j < PackSize<T>::value; ++j) {
+    const ComputeType<T> shifted = ToCompute(in.elem[j]) - max;
+    out.elem[j] = FromCompute<T>(kAlgorithm == Algorithm::kSoftmax ? Exp<T>(shifted) * scale
+                                                                  : shifted - scale);
+  }
+  return out;
+}
+
+// Packs each thread keeps in flight: 4 x 16 bytes. A block of 1024 threads, alone on an SM when
+// it caches a long row, then still has 64 KiB of loads outstanding, and the kernel stays within
+// 64 registers, which lets 1024 threads share an SM.
+constexpr int kBlockUnroll = 4;
+constexpr int kBlockMinThreadsPerSm = 1024;
+
+// One block per row, persistent over rows. Thread t owns window packs k = t + i * kBlock; the
 // first `cached_packs` packs of the window are kept in dynamic shared memory at index k, so a
 // thread only ever reads back what it wrote itself (no barrier needed, and consecutive threads
 // touch consecutive 16-byte words: free of bank conflicts). Packs past `cached_packs` are read
 // again from global memory, in reverse order so that the most recently loaded come first.
+//
+// In-row counters are int: i < window / kBlock stays far below 2^31 for any row that fits in
+// memory. Positions in the row are int64.
 template <typename T, Algorithm kAlgorithm, int kBlock>
-__global__ void __launch_bounds__(kBlock)
+__global__ void __launch_bounds__(kBlock, kBlockMinThreadsPerSm / kBlock)
     BlockSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int64_t cols,
-                       int64_t cached_packs, bool y_vector_ok) {
+                       int cached_packs, bool y_vector_ok) {
   using C = ComputeType<T>;
   constexpr int P = PackSize<T>::value;
   using BlockReduce = cub::BlockReduce<MaxSum<C>, kBlock>;
@@ -357,8 +422,9 @@ __global__ void __launch_bounds__(kBlock)
   // follows every thread's read of row r's.
   __shared__ MaxSum<C> row_stats[2];
   extern __shared__ uint4 shared_cache[];
-  auto* cache = reinterpret_cast<Pack<T>*>(shared_cache);
+  Pack<T>* cache = reinterpret_cast<Pack<T>*>(shared_cache) + threadIdx.x;
   const int tid = threadIdx.x;
+  const int cached = tid < cached_packs ? (cached_packs - 1 - tid) / kBlock + 1 : 0;
 
   int parity = 0;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
@@ -366,36 +432,41 @@ __global__ void __launch_bounds__(kBlock)
     T* y_row = y + row * cols;
     const int head = HeadOffset(x_row);
     const int64_t window = (head + cols + P - 1) / P;
-    const int64_t owned = tid < window ? (window - 1 - tid) / kBlock + 1 : 0;
+    const int owned = tid < window ? static_cast<int>((window - 1 - tid) / kBlock) + 1 : 0;
+    // The window's first pack sticks out of the row when head > 0, its last when the row does
+    // not end on a pack boundary (they may be one pack). This thread's index i of each, or -1.
+    // The unrolled loops below skip them; they are done element by element after each loop.
+    const int head_edge = head > 0 && tid == 0 ? 0 : -1;
+    const int tail_edge = (head + cols) % P != 0 && (window - 1) % kBlock == tid
+                              ? static_cast<int>((window - 1) / kBlock)
+                              : -1;
+    auto is_edge = [&](int i) { return i == head_edge || i == tail_edge; };
+    auto column = [&](int i) { return (tid + static_cast<int64_t>(i) * kBlock) * P - head; };
+    const auto* x_packs = reinterpret_cast<const Pack<T>*>(x_row - head) + tid;
 
     // Pass 1: read the row once, cache it, and fold it into this thread's (max, sum).
     MaxSum<C> stats{-static_cast<C>(CUDART_INF), C(0)};
-    for (int64_t i0 = 0; i0 < owned; i0 += kBlockUnroll) {
+    for (int i0 = 0; i0 < owned; i0 += kBlockUnroll) {
       Pack<T> packs[kBlockUnroll];
 #pragma unroll
       for (int u = 0; u < kBlockUnroll; ++u) {
-        const int64_t k = tid + (i0 + u) * kBlock;
-        packs[u] = i0 + u < owned ? LoadPack(x_row, k * P - head, cols) : NegativeInfinityPack<T>();
+        const int i = i0 + u;
+        packs[u] = i < owned && !is_edge(i) ? x_packs[static_cast<int64_t>(i) * kBlock]
+                                            : NegativeInfinityPack<T>();
       }
-      C batch_max = stats.max;
 #pragma unroll
       for (int u = 0; u < kBlockUnroll; ++u) {
-        const int64_t k = tid + (i0 + u) * kBlock;
-        if (i0 + u < owned && k < cached_packs) { cache[k] = packs[u]; }
-#pragma unroll
-        for (int j = 0; j < P; ++j) { batch_max = Max(batch_max, ToCompute(packs[u].elem[j])); }
+        if (i0 + u < cached) { cache[(i0 + u) * kBlock] = packs[u]; }
       }
-      // One rescale per batch of packs, not per element.
-      const C shift = SafeShift(batch_max);
-      C sum = stats.sum * Exp<T>(stats.max - shift);
-#pragma unroll
-      for (int u = 0; u < kBlockUnroll; ++u) {
-        if (i0 + u < owned) {
-#pragma unroll
-          for (int j = 0; j < P; ++j) { sum += Exp<T>(ToCompute(packs[u].elem[j]) - shift); }
-        }
-      }
-      stats = {batch_max, sum};
+      FoldPacks<T, kBlockUnroll>(stats, packs, owned - i0);
+    }
+#pragma unroll 1
+    for (int e = 0; e < 2; ++e) {
+      const int i = e == 0 ? head_edge : tail_edge;
+      if (i < 0 || (e == 1 && i == head_edge)) { continue; }
+      const Pack<T> pack = LoadPack(x_row, column(i), cols);
+      if (i < cached) { cache[i * kBlock] = pack; }
+      FoldPacks<T, 1>(stats, &pack, 1);
     }
 
     const MaxSum<C> block_stats = BlockReduce(reduce_storage).Reduce(stats, MergeMaxSum<T>());
@@ -403,33 +474,36 @@ __global__ void __launch_bounds__(kBlock)
     __syncthreads();  // also lets reduce_storage be reused for the next row
     const MaxSum<C> total = row_stats[parity];
     parity ^= 1;
-    // With a finite max, total.sum is relative to it. An all -inf row keeps max -inf, and
-    // x - max = NaN below makes the NaN row PyTorch gives.
     const C scale = kAlgorithm == Algorithm::kSoftmax ? C(1) / total.sum : Log(total.sum);
 
     // Pass 2: recompute from the cache (or from x, for the uncached tail) and write y.
-    for (int64_t i_end = owned; i_end > 0; i_end -= kBlockUnroll) {
+    for (int i_end = owned; i_end > 0; i_end -= kBlockUnroll) {
       Pack<T> packs[kBlockUnroll];
 #pragma unroll
       for (int u = 0; u < kBlockUnroll; ++u) {
-        const int64_t i = i_end - 1 - u;
-        const int64_t k = tid + i * kBlock;
-        if (i >= 0) { packs[u] = k < cached_packs ? cache[k] : LoadPack(x_row, k * P - head, cols); }
+        const int i = i_end - 1 - u;
+        if (i >= 0 && !is_edge(i)) {
+          packs[u] = i < cached ? cache[i * kBlock] : x_packs[static_cast<int64_t>(i) * kBlock];
+        }
       }
 #pragma unroll
       for (int u = 0; u < kBlockUnroll; ++u) {
-        const int64_t i = i_end - 1 - u;
-        if (i < 0) { continue; }
-        Pack<T> out;
-#pragma unroll
-        for (int j = 0; j < P; ++j) {
-          const C shifted = ToCompute(packs[u].elem[j]) - total.max;
-          out.elem[j] = FromCompute<T>(kAlgorithm == Algorithm::kSoftmax
-                                           ? Exp<T>(shifted) * scale
-                                           : shifted - scale);
+        const int i = i_end - 1 - u;
+        if (i < 0 || is_edge(i)) { continue; }
+        const Pack<T> out = OutputPack<T, kAlgorithm>(packs[u], total.max, scale);
+        if (y_vector_ok) {
+          reinterpret_cast<Pack<T>*>(y_row - head)[tid + static_cast<int64_t>(i) * kBlock] = out;
+        } else {
+          StorePack(y_row, column(i), cols, out, false);
         }
-        StorePack(y_row, (tid + i * kBlock) * P - head, cols, out, y_vector_ok);
       }
+    }
+#pragma unroll 1
+    for (int e = 0; e < 2; ++e) {
+      const int i = e == 0 ? head_edge : tail_edge;
+      if (i < 0 || (e == 1 && i == head_edge)) { continue; }
+      const Pack<T> in = i < cached ? cache[i * kBlock] : LoadPack(x_row, column(i), cols);
+      StorePack(y_row, column(i), cols, OutputPack<T, kAlgorithm>(in, total.max, scale), false);
     }
   }
 }
@@ -494,8 +568,8 @@ template <typename T, Algorithm kAlgorithm, int kBlock>
 void LaunchBlock(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols, const void* x,
                  void* y) {
   BlockSoftmaxKernel<T, kAlgorithm, kBlock><<<plan.grid, kBlock, plan.smem, stream>>>(
-      static_cast<const T*>(x), static_cast<T*>(y), rows, cols, plan.cached_packs,
-      SameAlignment(x, y));
+      static_cast<const T*>(x), static_cast<T*>(y), rows, cols,
+      static_cast<int>(plan.cached_packs), SameAlignment(x, y));
   ONEFLITE_CUDA_CHECK_LAUNCH();
 }
 

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "oneflite/common/device.h"
 #include "oneflite/ep/stream.h"
@@ -27,6 +28,8 @@ class DeviceManager {
   virtual DeviceType device_type() const = 0;
   // How many devices of this type are usable now. 0 when the runtime or driver is missing.
   virtual int DeviceCount() = 0;
+  // A line or two for `python -m oneflite`: the backend's build and the devices it sees.
+  virtual std::string Describe() = 0;
 
   // Stream-ordered memory on device `index`. Allocate throws RuntimeError on failure and returns
   // nullptr only for nbytes == 0. Free is safe to call with nullptr.

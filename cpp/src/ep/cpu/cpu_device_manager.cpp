@@ -17,6 +17,7 @@ class CpuDeviceManager final : public DeviceManager {
  public:
   DeviceType device_type() const override { return DeviceType::kCPU; }
   int DeviceCount() override { return 1; }
+  std::string Describe() override { return "host memory, 64-byte aligned; synchronous stream"; }
 
   void* Allocate(int /*index*/, size_t nbytes) override {
     if (nbytes == 0) { return nullptr; }
