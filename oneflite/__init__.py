@@ -18,7 +18,7 @@ _CUDA_BACKEND = _PACKAGE_DIR / "liboneflite_cuda.so"
 if _CUDA_BACKEND.exists() and _os.environ.get("ONEFLITE_DISABLE_CUDA", "") in ("", "0"):
     _C.load_library(str(_CUDA_BACKEND))
 
-from . import cuda, nn, registry  # noqa: E402
+from . import cuda, nn, primitive, registry  # noqa: E402
 from ._C import Tensor, device, dtype  # noqa: E402
 from ._C import load_library  # noqa: E402
 from ._tensor import from_dlpack, from_numpy, tensor  # noqa: E402
@@ -35,6 +35,8 @@ bool = dtype.bool  # noqa: A001 - mirrors the dtype's name, as numpy and torch d
 half = float16
 float = float32  # noqa: A001
 double = float64
+
+primitive._apply_environment()
 
 try:
     from importlib.metadata import version as _version
@@ -64,6 +66,7 @@ __all__ = [
     "load_library",
     "log_softmax",
     "nn",
+    "primitive",
     "registry",
     "softmax",
     "tensor",

@@ -86,6 +86,11 @@ class CudaDeviceManager final : public DeviceManager {
     cudaGetLastError();
   }
 
+  void SynchronizeDevice(int index) override {
+    CudaDeviceGuard guard(index);
+    ONEFLITE_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+
   void SetActiveDevice(int index) override { ONEFLITE_CUDA_CHECK(cudaSetDevice(index)); }
 
   ep::Stream* GetStream(int index) override { return Stream(index); }

@@ -11,5 +11,6 @@ void BindFunctional(pybind11::module_& m);  // _C.functional
 void BindRegistry(pybind11::module_& m);    // listings of every layer's registry, plugins
 void BindDevices(pybind11::module_& m);     // _C.cuda
 void BindTrace(pybind11::module_& m);       // oneflite.trace() recording
+void BindPythonPrimitives(pybind11::module_& m);  // primitives written in Python
 
 }  // namespace oneflite::python

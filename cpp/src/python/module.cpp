@@ -82,4 +82,5 @@ PYBIND11_MODULE(_C, m) {
   oneflite::python::BindRegistry(m);
   oneflite::python::BindDevices(m);
   oneflite::python::BindTrace(m);
+  oneflite::python::BindPythonPrimitives(m);
 }

@@ -77,6 +77,10 @@ void BindRegistry(py::module_& m) {
         ep::primitive::PrimitiveRegistry::Global().Force(kind, std::move(name));
       },
       py::arg("kind"), py::arg("name"));
+  m.def(
+      "_forced_primitive",
+      [](const std::string& kind) { return ep::primitive::PrimitiveRegistry::Global().Forced(kind); },
+      py::arg("kind"));
 
   // Loads a shared library whose static initializers register backends (the CUDA backend, or
   // a user's extension). RTLD_GLOBAL so that later libraries can link against its symbols.

@@ -222,9 +222,6 @@ __device__ __forceinline__ ComputeType<T> PackMax(const Pack<T>& pack) {
 
 constexpr int kWarpSize = 32;
 constexpr int kWarpBlockSize = 128;
-// At most 128 registers a thread: the longest rows hold 64 values a lane, and the compiler,
-// left alone, spends the rest on scheduling freedom at the cost of resident warps.
-constexpr int kWarpMinBlocksPerSm = 4;
 
 // Butterfly all-reduce within aligned groups of kWidth lanes: every lane ends with the result.
 // All 32 lanes of the warp always take part (rows past the end just carry dummy values).
@@ -250,7 +247,7 @@ struct WarpShape {
 // the grid is persistent and strides over those row tiles. The row is cached in registers in
 // the compute type, so exp is computed once per element.
 template <typename T, Algorithm kAlgorithm, int kWidth, int kPacks, int kRows>
-__global__ void __launch_bounds__(kWarpBlockSize, kWarpMinBlocksPerSm)
+__global__ void __launch_bounds__(kWarpBlockSize)
     WarpSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int cols,
                       bool y_vector_ok) {
   using C = ComputeType<T>;
@@ -398,8 +395,10 @@ __device__ __forceinline__ Pack<T> OutputPack(const Pack<T>& in, ComputeType<T> 
 
 // Packs each thread keeps in flight: 4 x 16 bytes. A block of 1024 threads, alone on an SM when
 // it caches a long row, then still has 64 KiB of loads outstanding, and the kernel stays within
-// 64 registers, which lets 1024 threads share an SM.
-constexpr int kBlockUnroll = 4;
+// 64 registers, which lets 1024 threads share an SM. double's exp needs more temporaries, so it
+// takes two packs at a time to stay within the same registers.
+template <typename T>
+constexpr int kBlockUnroll = std::is_same_v<T, double> ? 2 : 4;
 constexpr int kBlockMinThreadsPerSm = 1024;
 
 // One block per row, persistent over rows. Thread t owns window packs k = t + i * kBlock; the
@@ -446,19 +445,19 @@ __global__ void __launch_bounds__(kBlock, kBlockMinThreadsPerSm / kBlock)
 
     // Pass 1: read the row once, cache it, and fold it into this thread's (max, sum).
     MaxSum<C> stats{-static_cast<C>(CUDART_INF), C(0)};
-    for (int i0 = 0; i0 < owned; i0 += kBlockUnroll) {
-      Pack<T> packs[kBlockUnroll];
+    for (int i0 = 0; i0 < owned; i0 += kBlockUnroll<T>) {
+      Pack<T> packs[kBlockUnroll<T>];
 #pragma unroll
-      for (int u = 0; u < kBlockUnroll; ++u) {
+      for (int u = 0; u < kBlockUnroll<T>; ++u) {
         const int i = i0 + u;
         packs[u] = i < owned && !is_edge(i) ? x_packs[static_cast<int64_t>(i) * kBlock]
                                             : NegativeInfinityPack<T>();
       }
 #pragma unroll
-      for (int u = 0; u < kBlockUnroll; ++u) {
+      for (int u = 0; u < kBlockUnroll<T>; ++u) {
         if (i0 + u < cached) { cache[(i0 + u) * kBlock] = packs[u]; }
       }
-      FoldPacks<T, kBlockUnroll>(stats, packs, owned - i0);
+      FoldPacks<T, kBlockUnroll<T>>(stats, packs, owned - i0);
     }
 #pragma unroll 1
     for (int e = 0; e < 2; ++e) {
@@ -477,17 +476,17 @@ __global__ void __launch_bounds__(kBlock, kBlockMinThreadsPerSm / kBlock)
     const C scale = kAlgorithm == Algorithm::kSoftmax ? C(1) / total.sum : Log(total.sum);
 
     // Pass 2: recompute from the cache (or from x, for the uncached tail) and write y.
-    for (int i_end = owned; i_end > 0; i_end -= kBlockUnroll) {
-      Pack<T> packs[kBlockUnroll];
+    for (int i_end = owned; i_end > 0; i_end -= kBlockUnroll<T>) {
+      Pack<T> packs[kBlockUnroll<T>];
 #pragma unroll
-      for (int u = 0; u < kBlockUnroll; ++u) {
+      for (int u = 0; u < kBlockUnroll<T>; ++u) {
         const int i = i_end - 1 - u;
         if (i >= 0 && !is_edge(i)) {
           packs[u] = i < cached ? cache[i * kBlock] : x_packs[static_cast<int64_t>(i) * kBlock];
         }
       }
 #pragma unroll
-      for (int u = 0; u < kBlockUnroll; ++u) {
+      for (int u = 0; u < kBlockUnroll<T>; ++u) {
         const int i = i_end - 1 - u;
         if (i < 0 || is_edge(i)) { continue; }
         const Pack<T> out = OutputPack<T, kAlgorithm>(packs[u], total.max, scale);

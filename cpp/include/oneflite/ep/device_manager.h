@@ -48,6 +48,10 @@ class DeviceManager {
   // ... and a way to make another library's stream wait for the work queued so far on it.
   virtual void MakeExternalStreamWait(int index, uintptr_t external_stream) {}
 
+  // Blocks until all work on device `index`, from any library, has finished. Used around code
+  // oneflite cannot order by streams, such as a Python-registered primitive.
+  virtual void SynchronizeDevice(int index) {}
+
   // Copies nbytes, ordered on `stream`, and returns once the copy is complete, so the host side
   // of a host<->device copy may be reused or read right away.
   virtual void Memcpy(Stream* stream, void* dst, const void* src, size_t nbytes,

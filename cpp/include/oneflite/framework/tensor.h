@@ -58,6 +58,9 @@ class Tensor {
   // Throws IndexError / ValueError when the view would reach outside the storage.
   Tensor AsStrided(const Shape& shape, const Stride& stride, int64_t storage_offset) const;
 
+  // How many handles share this tensor: lets a lender check that nobody kept a borrowed one.
+  long use_count() const { return impl_.use_count(); }
+
   // Identity: true when both handles refer to the same tensor object.
   bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
 
