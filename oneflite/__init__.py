@@ -38,6 +38,34 @@ double = float64
 
 primitive._apply_environment()
 
+#: Pass as CMAKE_PREFIX_PATH to find_package(oneflite) from a C++ extension.
+cmake_prefix_path = str(_PACKAGE_DIR)
+#: The public C++ headers.
+include_dir = str(_PACKAGE_DIR / "include")
+
+
+def _load_entry_point_backends() -> None:
+    """Import the packages that announce backends in the ``oneflite.backends`` entry-point group
+    (set ONEFLITE_DISABLE_ENTRY_POINTS=1 to skip). A package that fails to load is reported as a
+    warning, so one broken plugin cannot make oneflite unimportable."""
+    if _os.environ.get("ONEFLITE_DISABLE_ENTRY_POINTS", "") not in ("", "0"):
+        return
+    import warnings
+    from importlib.metadata import entry_points
+
+    try:
+        found = entry_points(group="oneflite.backends")
+    except TypeError:  # Python 3.9's entry_points() takes no group
+        found = entry_points().get("oneflite.backends", [])
+    for entry in found:
+        try:
+            loaded = entry.load()
+            if callable(loaded):
+                loaded()
+        except Exception as error:  # noqa: BLE001 - any failure of a plugin is reported
+            warnings.warn(f"oneflite: backend entry point {entry.name!r} ({entry.value}) failed "
+                          f"to load: {error!r}", RuntimeWarning, stacklevel=2)
+
 try:
     from importlib.metadata import version as _version
 
@@ -45,11 +73,14 @@ try:
 except Exception:  # running from a source tree that was never installed
     __version__ = "0.0.0+unknown"
 
+_load_entry_point_backends()
+
 __all__ = [
     "Tensor",
     "Trace",
     "bfloat16",
     "bool",
+    "cmake_prefix_path",
     "cuda",
     "device",
     "double",
