@@ -7,6 +7,10 @@ so every comparison is made in float64 against ``reference.py``.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -119,9 +123,27 @@ def assert_close(
 
 @pytest.fixture
 def unforce_softmax_primitives():
-    """Undoes any forced primitive backend for softmax and log_softmax after the test."""
+    """Puts the forced softmax and log_softmax backends back as they were after the test."""
+    kinds = ("softmax", "log_softmax")
+    forced = getattr(oneflite._C, "_forced_primitive", lambda kind: None)
+    before = {kind: forced(kind) for kind in kinds}
     try:
         yield
     finally:
-        oneflite._C._force_primitive("softmax", None)
-        oneflite._C._force_primitive("log_softmax", None)
+        for kind in kinds:
+            oneflite._C._force_primitive(kind, before[kind])
+
+
+def run_python(*args: str, cwd: str | Path, env: dict[str, str] | None = None):
+    """Runs ``python *args`` in a child that imports the same oneflite as this process."""
+    paths = [p for p in sys.path if p and Path(p).is_dir()]
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(paths), **(env or {})}
+    return subprocess.run(
+        [sys.executable, *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=cwd,
+        env=environment,
+        timeout=300,
+    )

@@ -20,9 +20,21 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "custom_primitiv
 def installed_example(tmp_path_factory: pytest.TempPathFactory) -> Path:
     target = tmp_path_factory.mktemp("oneflite_custom")
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps",
-         "--quiet", "--target", str(target), str(EXAMPLE)],
-        capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-build-isolation",
+            "--no-deps",
+            "--quiet",
+            "--target",
+            str(target),
+            str(EXAMPLE),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert build.returncode == 0, f"building the example failed:\n{build.stdout}\n{build.stderr}"
     return target
@@ -30,20 +42,29 @@ def installed_example(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _run(target: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     environment = {**os.environ, "PYTHONPATH": str(target), **env}
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True, check=False,
-                          env=environment, cwd=target)
+    return subprocess.run(
+        [sys.executable, *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=environment,
+        cwd=target,
+    )
 
 
 def test_example_extension_tests_pass(installed_example: Path) -> None:
-    result = _run(installed_example, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                  str(EXAMPLE / "tests"))
+    result = _run(
+        installed_example, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(EXAMPLE / "tests")
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert " passed" in result.stdout
 
 
 def test_entry_point_registers_backends_at_import(installed_example: Path) -> None:
-    code = ("import oneflite; print(sorted(p['name'] for p in "
-            "oneflite.primitive.backends('softmax') if p['device'] == 'cpu'))")
+    code = (
+        "import oneflite; print(sorted(p['name'] for p in "
+        "oneflite.primitive.backends('softmax') if p['device'] == 'cpu'))"
+    )
     loaded = _run(installed_example, "-c", code)
     assert loaded.returncode == 0, loaded.stderr
     assert "custom_online" in loaded.stdout

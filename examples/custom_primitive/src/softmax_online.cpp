@@ -54,8 +54,9 @@ class OnlineSoftmaxFactory final : public SoftmaxFactory {
   }
 };
 
-// Priority 5: above the reference backend (0), so float32/float64 CPU softmax now uses it.
-ONEFLITE_REGISTER_PRIMITIVE(SoftmaxFactory, DeviceType::kCPU, "custom_online", 5,
+// Priority 50: above the built-in CPU backends (reference 0, fast 10), so float32/float64 CPU
+// softmax now uses it.
+ONEFLITE_REGISTER_PRIMITIVE(SoftmaxFactory, DeviceType::kCPU, "custom_online", 50,
                             OnlineSoftmaxFactory, DataType::kFloat32, DataType::kFloat64);
 
 }  // namespace oneflite_custom
