@@ -20,7 +20,7 @@ if _CUDA_BACKEND.exists() and _os.environ.get("ONEFLITE_DISABLE_CUDA", "") in ("
 
 from . import cuda, nn, primitive, registry  # noqa: E402
 from ._C import Tensor, device, dtype  # noqa: E402
-from ._C import load_library  # noqa: E402
+from ._C import get_num_threads, load_library, set_num_threads  # noqa: E402
 from ._tensor import from_dlpack, from_numpy, tensor  # noqa: E402
 from ._trace import Trace, trace  # noqa: E402
 from .nn.functional import log_softmax, softmax  # noqa: E402
@@ -91,6 +91,7 @@ __all__ = [
     "float64",
     "from_dlpack",
     "from_numpy",
+    "get_num_threads",
     "half",
     "int32",
     "int64",
@@ -99,6 +100,7 @@ __all__ = [
     "nn",
     "primitive",
     "registry",
+    "set_num_threads",
     "softmax",
     "tensor",
     "trace",

@@ -426,6 +426,83 @@ def test_results_are_deterministic(op, device, float_dtype):
     np.testing.assert_array_equal(to_float64(op.fn(x, 1)), to_float64(op.fn(x, 1)))
 
 
+# ---- every backend -------------------------------------------------------------------------
+
+
+def _backends(kind: str, device_type: str, dtype: oneflite.dtype) -> list[str]:
+    return [
+        p["name"]
+        for p in oneflite.registry.primitives()
+        if p["kind"] == kind and p["device"] == device_type and dtype.name in p["dtypes"]
+    ]
+
+
+# Row lengths around the boundaries a backend may switch strategy at: vector widths, warp and
+# block sizes, shared-memory limits.
+BACKEND_COLS = [
+    1,
+    2,
+    3,
+    4,
+    7,
+    8,
+    15,
+    16,
+    31,
+    32,
+    33,
+    63,
+    64,
+    65,
+    127,
+    128,
+    129,
+    255,
+    256,
+    257,
+    511,
+    512,
+    513,
+    1023,
+    1024,
+    1025,
+    2047,
+    2048,
+    2049,
+    4097,
+    8191,
+    8193,
+    16385,
+    65537,
+]
+
+
+@pytest.mark.usefixtures("unforce_softmax_primitives")
+@pytest.mark.parametrize("cols", BACKEND_COLS)
+def test_every_registered_backend_matches_the_reference(op, device, float_dtype, cols):
+    rows = max(1, min(67, 200_000 // cols))
+    rng = np.random.default_rng(seed_of("backend", op.name, cols))
+    values = rng.standard_normal((rows + 1, cols)) * 4
+    values[0, :: max(1, cols // 3)] = -np.inf  # a row with -inf entries (and some finite ones)
+    if cols > 1:
+        values[0, -1] = 1.0
+    values[-1, -1] = min(1e4, FINITE_MAX[float_dtype])  # a row with one big value
+    x = make_tensor(values, float_dtype, device)
+    # x[1:] starts `cols` elements into the storage: misaligned for wide loads when cols is odd.
+    inputs = {"aligned": x, "offset": x[1:]}
+    names = _backends(op.name, x.device.type, float_dtype)
+    assert names, f"no {op.name} backend for {x.device.type} {float_dtype.name}"
+    for name in names:
+        oneflite._C._force_primitive(op.name, name)
+        for label, tensor in inputs.items():
+            expected = op.ref(to_float64(tensor), 1)
+            y = op.fn(tensor, 1)
+            assert_close(
+                to_float64(y), expected, float_dtype, log=op.log, err_msg=f"backend {name}, {label}"
+            )
+    oneflite._C._force_primitive(op.name, None)
+
+
 # ---- the other entry points ----------------------------------------------------------------
 
 

@@ -4,6 +4,7 @@
 
 #include "bindings.h"
 #include "oneflite/common/error.h"
+#include "oneflite/ep/cpu/cpu_threads.h"
 #include "oneflite/ep/device_manager.h"
 
 #include <string>
@@ -44,6 +45,10 @@ void BindDevices(py::module_& m) {
     }
     return out;
   });
+  m.def("get_num_threads", &ep::cpu::GetNumThreads,
+        "Threads the CPU primitives use (default: OMP_NUM_THREADS, else the CPU count).");
+  m.def("set_num_threads", &ep::cpu::SetNumThreads, py::arg("n"),
+        "Set the threads the CPU primitives use, for every Python thread.");
   m.def("_build_info", [] {
     py::dict info;
     info["compiler"] = std::string("g++ ") + __VERSION__;

@@ -13,6 +13,7 @@
 #include <limits>
 #include <vector>
 
+#include "oneflite/ep/cpu/cpu_threads.h"
 #include "oneflite/ep/primitive/softmax.h"
 #include "type_traits.h"
 
@@ -177,7 +178,7 @@ void Rows(int64_t rows, int64_t cols, const T* x, T* y, bool log) {
 int ThreadsFor(int64_t rows, int64_t cols) {
 #ifdef _OPENMP
   const int64_t by_size = rows * cols / kMinElementsPerThread;
-  const int64_t limit = std::min<int64_t>(omp_get_max_threads(), rows);
+  const int64_t limit = std::min<int64_t>(ep::cpu::GetNumThreads(), rows);
   return static_cast<int>(std::max<int64_t>(1, std::min(by_size, limit)));
 #else
   return 1;

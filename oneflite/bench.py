@@ -1,0 +1,487 @@
+"""``python -m oneflite.bench``: how fast is oneflite's softmax, next to its ceiling and its peers?
+
+A row-wise softmax reads x once and writes y once, exactly the bytes a copy moves. So the
+speed of light at each shape is the device's copy bandwidth at that shape, and every provider
+is reported as GB/s = 2 * bytes(x) / time, and as a fraction of a same-shape copy timed in the
+same run.
+
+Providers:
+  * ``oneflite``: the highest-priority backend (CUDA kernels on the GPU, ``fast`` on the CPU);
+  * ``copy``: a same-shape device-to-device copy, the ceiling;
+  * ``torch``: ``torch.softmax`` (GPU and CPU), when torch is importable;
+  * ``triton``: a one-row-per-program Triton kernel in the design of the Triton tutorial (GPU);
+  * ``numpy``: a plain NumPy softmax (CPU).
+
+Every result is checked against a float64 reference before it is timed. GPU times come from
+CUDA events around each call on one shared stream (oneflite's, which torch and Triton are
+pointed at), the median of many calls after warm-up; every tensor is several times the L2
+cache, so repeats cannot hit in cache. CPU times use the median of wall-clock repeats.
+
+Examples::
+
+    python -m oneflite.bench                       # full sweep on every available device
+    python -m oneflite.bench --quick --device cpu  # a short run, as CI does
+    python -m oneflite.bench --device cuda --dtypes float16 --cols 1024 4096
+    python -m oneflite.bench --overhead            # per-call dispatch cost of a 1x8 softmax
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+import oneflite
+from oneflite import _C
+
+SWEEP_COLS = [32, 64, 100, 128, 256, 512, 768, 1000, 1024, 1025, 1536, 2048, 3072, 4096, 5000,
+              8192, 12345, 16384, 32768, 65536]
+QUICK_COLS = [32, 1000, 4096]
+DTYPES = {"float32": oneflite.float32, "float16": oneflite.float16,
+          "bfloat16": oneflite.bfloat16, "float64": oneflite.float64}
+OPS = ("softmax", "log_softmax")
+# Tolerances of the pre-timing check, against a float64 reference of the same (rounded) input.
+TOLERANCE = {"float64": (1e-12, 1e-10), "float32": (1e-5, 1e-4), "float16": (2e-3, 1e-2),
+             "bfloat16": (1.6e-2, 4e-2)}
+
+
+def rows_for(cols: int, device: str, quick: bool) -> int:
+    """About 100M elements per tensor on the GPU, 4M on the CPU (and 16x less with --quick)."""
+    if device == "cuda":
+        rows = 98304 if cols <= 2048 else 2**27 // cols
+    else:
+        rows = max(1, 2**22 // cols)
+    return max(1, rows // 16) if quick else rows
+
+
+# ---- optional peers ----------------------------------------------------------------------------
+
+def _import_torch() -> Any:
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def _triton_softmax() -> Optional[Callable[[Any], Any]]:
+    """The Triton tutorial's design: one program per row, the row in one power-of-two block."""
+    try:
+        import torch
+        import triton
+        import triton.language as tl
+    except ImportError:
+        return None
+
+    @triton.jit
+    def row_softmax(out_ptr, in_ptr, in_stride, out_stride, n_cols, BLOCK: tl.constexpr):
+        row = tl.program_id(0)
+        offsets = tl.arange(0, BLOCK)
+        mask = offsets < n_cols
+        x = tl.load(in_ptr + row * in_stride + offsets, mask=mask, other=-float("inf"))
+        x = x.to(tl.float32)
+        shifted = x - tl.max(x, axis=0)
+        numerator = tl.exp(shifted)
+        y = numerator / tl.sum(numerator, axis=0)
+        tl.store(out_ptr + row * out_stride + offsets, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+    def softmax(x: Any) -> Any:
+        rows, cols = x.shape
+        block = triton.next_power_of_2(cols)
+        num_warps = 4 if block < 2048 else (8 if block < 4096 else 16)
+        y = torch.empty_like(x)
+        row_softmax[(rows,)](y, x, x.stride(0), y.stride(0), cols, BLOCK=block,
+                             num_warps=num_warps)
+        return y
+
+    return softmax
+
+
+# ---- timing -------------------------------------------------------------------------------------
+
+@dataclass
+class Timer:
+    """Median time of fn() in milliseconds: CUDA events on the GPU, perf_counter on the CPU."""
+
+    device: str
+    torch: Any = None
+    warmup: int = 3
+    repeats: int = 20
+
+    def __call__(self, fn: Callable[[], Any]) -> float:
+        for _ in range(self.warmup):
+            fn()
+        if self.device == "cuda":
+            times = []
+            for _ in range(self.repeats):
+                start = self.torch.cuda.Event(enable_timing=True)
+                end = self.torch.cuda.Event(enable_timing=True)
+                start.record()
+                fn()
+                end.record()
+                end.synchronize()
+                times.append(start.elapsed_time(end))
+            return statistics.median(times)
+        times = []
+        for _ in range(self.repeats):
+            begin = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - begin) * 1e3)
+        return statistics.median(times)
+
+
+# ---- one shape ----------------------------------------------------------------------------------
+
+@dataclass
+class Result:
+    device: str
+    dtype: str
+    op: str
+    rows: int
+    cols: int
+    provider: str
+    ms: Optional[float]
+    gbps: Optional[float]
+    fraction_of_copy: Optional[float] = None
+    note: str = ""
+
+
+def _reference(x64: np.ndarray, op: str) -> np.ndarray:
+    shifted = x64 - x64.max(axis=1, keepdims=True)
+    if op == "softmax":
+        e = np.exp(shifted)
+        return e / e.sum(axis=1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+
+
+def _check(name: str, got: np.ndarray, want: np.ndarray, dtype: str) -> Optional[str]:
+    atol, rtol = TOLERANCE[dtype]
+    bad = ~np.isclose(got, want, atol=atol, rtol=rtol)
+    if bad.any():
+        worst = float(np.abs(got - want).max())
+        return f"{name}: {int(bad.sum())} wrong elements, max abs error {worst:.3g}"
+    return None
+
+
+class Bench:
+    """Runs the providers at one (device, dtype, op, rows, cols) and returns their results."""
+
+    def __init__(self, device: str, repeats: int) -> None:
+        self.device = device
+        self.torch = _import_torch()
+        self.timer = Timer(device, self.torch, repeats=repeats)
+        self.triton = _triton_softmax() if device == "cuda" else None
+        if device == "cuda" and self.torch is None:
+            raise SystemExit("the GPU benchmark needs torch for CUDA events and copies")
+        if device == "cpu" and self.torch is not None:
+            self.torch.set_num_threads(oneflite.get_num_threads())  # same thread count
+        self.stream = None
+        if device == "cuda":
+            # Point torch (and Triton, which launches on torch's current stream) at oneflite's
+            # stream, so all providers are ordered and timed on one stream.
+            handle = _C._native_stream(oneflite.device("cuda:0"))
+            self.stream = self.torch.cuda.ExternalStream(handle)
+
+    def run(self, dtype: str, op: str, rows: int, cols: int, seed: int) -> list[Result]:
+        if self.stream is not None:
+            with self.torch.cuda.stream(self.stream):
+                return self._run(dtype, op, rows, cols, seed)
+        return self._run(dtype, op, rows, cols, seed)
+
+    def _run(self, dtype: str, op: str, rows: int, cols: int, seed: int) -> list[Result]:
+        torch = self.torch
+        nbytes = rows * cols * DTYPES[dtype].itemsize
+        x = self._random(rows, cols, dtype, seed)
+        fn = oneflite.nn.functional.softmax if op == "softmax" else \
+            oneflite.nn.functional.log_softmax
+        providers: dict[str, Callable[[], Any]] = {"oneflite": lambda: fn(x, dim=1)}
+        if self.device == "cuda":
+            tx = torch.from_dlpack(x)
+            dst = torch.empty_like(tx)
+            providers["copy"] = lambda: dst.copy_(tx)
+        else:
+            # A copy of the same number of bytes; filled, so no page is a shared zero page.
+            src = np.ones(nbytes, dtype=np.uint8)
+            dst_np = np.empty_like(src)
+            providers["copy"] = lambda: np.copyto(dst_np, src)
+        if torch is not None:
+            tx = torch.from_dlpack(x)
+            torch_fn = torch.softmax if op == "softmax" else torch.log_softmax
+            providers["torch"] = lambda: torch_fn(tx, dim=1)
+            if self.triton is not None and op == "softmax":
+                providers["triton"] = lambda: self.triton(tx)
+        if self.device == "cpu" and dtype in ("float32", "float64"):
+            xn = x.numpy()
+            providers["numpy"] = lambda: _numpy_softmax(xn, op)
+
+        reference = self._reference(x, op, sample=min(rows, 2048))
+        results = []
+        copy_ms = None
+        for name, call in providers.items():
+            note = None
+            if name != "copy":
+                note = _check(name, self._sample(call(), rows), reference, dtype)
+            if note is not None:
+                results.append(Result(self.device, dtype, op, rows, cols, name, None, None,
+                                      note=f"WRONG: {note}"))
+                continue
+            ms = self.timer(call)
+            gbps = 2 * nbytes / (ms * 1e-3) / 1e9
+            if name == "copy":
+                copy_ms = ms
+            results.append(Result(self.device, dtype, op, rows, cols, name, ms, gbps))
+        for r in results:
+            if r.ms is not None and copy_ms is not None:
+                r.fraction_of_copy = copy_ms / r.ms
+        return results
+
+    def _random(self, rows: int, cols: int, dtype: str, seed: int) -> oneflite.Tensor:
+        # Generated on the device where possible: 100M host-side normals would dominate the run.
+        if self.device == "cuda":
+            g = self.torch.Generator(device="cuda").manual_seed(seed)
+            t = self.torch.randn(rows, cols, device="cuda", generator=g,
+                                 dtype=getattr(self.torch, dtype)) * 3
+            x = oneflite.from_dlpack(t)
+            self._keep = t  # the torch tensor owns the memory x views
+            return x
+        values = np.random.default_rng(seed).standard_normal((rows, cols)) * 3
+        return oneflite.tensor(values, dtype=DTYPES[dtype])
+
+    def _sample(self, y: Any, rows: int) -> np.ndarray:
+        """The first sampled rows of a provider's output, as float64 numpy."""
+        n = min(rows, 2048)
+        if isinstance(y, oneflite.Tensor):
+            return y[:n].cpu().to(oneflite.float64).numpy()
+        if isinstance(y, np.ndarray):
+            return y[:n].astype(np.float64)
+        return y[:n].double().cpu().numpy()
+
+    def _reference(self, x: oneflite.Tensor, op: str, sample: int) -> np.ndarray:
+        return _reference(x[:sample].cpu().to(oneflite.float64).numpy(), op)
+
+
+def _numpy_softmax(x: np.ndarray, op: str) -> np.ndarray:
+    shifted = x - x.max(axis=1, keepdims=True)
+    if op == "softmax":
+        e = np.exp(shifted)
+        return e / e.sum(axis=1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+
+
+# ---- dispatch overhead --------------------------------------------------------------------------
+
+def overhead(calls: int = 20000) -> dict[str, float]:
+    """Median per-call time (microseconds) of a 1x8 float32 CPU softmax from Python."""
+    x = oneflite.tensor(np.random.default_rng(0).standard_normal((1, 8)), dtype=oneflite.float32)
+    timings: dict[str, Callable[[], Any]] = {
+        "oneflite.nn.functional.softmax": lambda: oneflite.nn.functional.softmax(x, dim=1),
+        "oneflite._C.functional.softmax (functor, no Python layer)":
+            lambda: _C.functional.softmax(x, 1, None),
+    }
+    torch = _import_torch()
+    if torch is not None:
+        tx = torch.from_dlpack(x)
+        timings["torch.nn.functional.softmax"] = lambda: torch.nn.functional.softmax(tx, dim=1)
+    out = {}
+    for name, fn in timings.items():
+        for _ in range(1000):
+            fn()
+        batches = []
+        for _ in range(20):
+            begin = time.perf_counter()
+            for _ in range(calls // 20):
+                fn()
+            batches.append((time.perf_counter() - begin) / (calls // 20) * 1e6)
+        out[name] = statistics.median(batches)
+    return out
+
+
+# ---- report -------------------------------------------------------------------------------------
+
+def _progress(done: int, total: int, label: str) -> None:
+    width = 30
+    filled = int(width * done / max(total, 1))
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label:<40}")
+    if done == total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def _geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+
+
+def summarize(results: list[Result]) -> list[str]:
+    """One line per (device, dtype, op): geomean fraction of copy, the worst shape, and the
+    geometric-mean speedup over each peer."""
+    lines = []
+    keys = sorted({(r.device, r.dtype, r.op) for r in results})
+    for device, dtype, op in keys:
+        group = [r for r in results if (r.device, r.dtype, r.op) == (device, dtype, op)]
+        mine = {r.cols: r for r in group if r.provider == "oneflite" and r.ms is not None}
+        if not mine:
+            continue
+        fractions = [r.fraction_of_copy for r in mine.values() if r.fraction_of_copy]
+        worst = min(mine.values(), key=lambda r: r.fraction_of_copy or 0)
+        text = (f"{device} {dtype} {op}: {_geomean(fractions):.3f}x copy (geomean), worst "
+                f"{worst.fraction_of_copy:.3f}x at cols={worst.cols}")
+        for peer in ("torch", "triton", "numpy"):
+            ratios = [p.ms / mine[p.cols].ms for p in group
+                      if p.provider == peer and p.ms and p.cols in mine]
+            if ratios:
+                text += f"; {_geomean(ratios):.2f}x {peer} (geomean, min {min(ratios):.2f}x)"
+        lines.append(text)
+    return lines
+
+
+def table(results: list[Result]) -> str:
+    providers = ["oneflite", "copy", "torch", "triton", "numpy"]
+    present = [p for p in providers if any(r.provider == p for r in results)]
+    header = f"{'device':<6} {'dtype':<8} {'op':<11} {'rows':>7} {'cols':>6} " + " ".join(
+        f"{p + ' GB/s':>12}" for p in present) + f" {'oneflite/copy':>14}"
+    lines = [header, "-" * len(header)]
+    keys = sorted({(r.device, r.dtype, r.op, r.cols, r.rows) for r in results},
+                  key=lambda k: (k[0], k[1], k[2], k[3]))
+    for device, dtype, op, cols, rows in keys:
+        cells = {r.provider: r for r in results
+                 if (r.device, r.dtype, r.op, r.cols) == (device, dtype, op, cols)}
+        row = f"{device:<6} {dtype:<8} {op:<11} {rows:>7} {cols:>6} "
+        row += " ".join(f"{cells[p].gbps:>12.1f}" if p in cells and cells[p].gbps else
+                        f"{('WRONG' if p in cells else '-'):>12}" for p in present)
+        mine = cells.get("oneflite")
+        row += f" {mine.fraction_of_copy:>14.3f}" if mine and mine.fraction_of_copy else \
+            f" {'-':>14}"
+        lines.append(row)
+    return "\n".join(lines)
+
+
+def plot(results: list[Result], path: Path) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    groups = sorted({(r.device, r.dtype, r.op) for r in results})
+    fig, axes = plt.subplots(len(groups), 1, figsize=(9, 3.2 * len(groups)), squeeze=False)
+    for ax, (device, dtype, op) in zip(axes[:, 0], groups):
+        for provider, style in (("copy", "k--"), ("oneflite", "C0-o"), ("torch", "C1-s"),
+                                ("triton", "C2-^"), ("numpy", "C3-v")):
+            points = sorted((r.cols, r.gbps) for r in results
+                            if (r.device, r.dtype, r.op, r.provider) == (device, dtype, op,
+                                                                            provider) and r.gbps)
+            if points:
+                ax.plot(*zip(*points), style, label=provider, markersize=4)
+        ax.set_xscale("log", base=2)
+        ax.set_title(f"{op}, {dtype}, {device}")
+        ax.set_xlabel("cols")
+        ax.set_ylabel("GB/s (2 x bytes / time)")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def environment() -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "oneflite": oneflite.__version__,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "cpu": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "oneflite_cpu_threads": oneflite.get_num_threads(),
+    }
+    torch = _import_torch()
+    if torch is not None:
+        info["torch"] = torch.__version__
+        info["torch_threads"] = torch.get_num_threads()
+        if torch.cuda.is_available():
+            info["gpu"] = torch.cuda.get_device_name(0)
+    try:
+        import triton
+
+        info["triton"] = triton.__version__
+    except ImportError:
+        pass
+    return info
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m oneflite.bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", choices=["cpu", "cuda", "all"], default="all")
+    parser.add_argument("--dtypes", nargs="+", choices=list(DTYPES),
+                        default=["float32", "float16", "bfloat16"])
+    parser.add_argument("--ops", nargs="+", choices=OPS, default=list(OPS))
+    parser.add_argument("--cols", nargs="+", type=int, help="override the sweep's columns")
+    parser.add_argument("--quick", action="store_true", help="a few small shapes")
+    parser.add_argument("--repeats", type=int, default=None, help="timed calls per provider")
+    parser.add_argument("--out", type=Path, default=Path("bench-results"),
+                        help="folder for results.json and results.png")
+    parser.add_argument("--overhead", action="store_true",
+                        help="only measure the per-call cost of a 1x8 CPU softmax")
+    args = parser.parse_args(argv)
+
+    if args.overhead:
+        for name, us in overhead(5000 if args.quick else 20000).items():
+            print(f"{name:<60} {us:8.2f} us/call")
+        return 0
+
+    devices = ["cpu", "cuda"] if args.device == "all" else [args.device]
+    if "cuda" in devices and not oneflite.cuda.is_available():
+        if args.device == "cuda":
+            raise SystemExit("no CUDA device is available")
+        devices.remove("cuda")
+    cols_list = args.cols or (QUICK_COLS if args.quick else SWEEP_COLS)
+    repeats = args.repeats or (5 if args.quick else 20)
+
+    jobs = [(d, t, o, c) for d in devices for t in args.dtypes for o in args.ops
+            for c in cols_list]
+    results: list[Result] = []
+    benches = {d: Bench(d, repeats) for d in devices}
+    for i, (device, dtype, op, cols) in enumerate(jobs):
+        _progress(i, len(jobs), f"{device} {dtype} {op} cols={cols}")
+        rows = rows_for(cols, device, args.quick)
+        results.extend(benches[device].run(dtype, op, rows, cols, seed=i))
+    _progress(len(jobs), len(jobs), "done")
+
+    env = environment()
+    print(f"oneflite.bench on {env.get('gpu', 'no GPU')} / {env['cpu']}, {env['date']}")
+    print(", ".join(f"{k} {v}" for k, v in env.items() if k in ("oneflite", "torch", "triton",
+                                                                  "numpy")))
+    print(table(results))
+    print()
+    summary = summarize(results)
+    for line in summary:
+        print(line)
+    wrong = [r for r in results if r.note.startswith("WRONG")]
+    for r in wrong:
+        print(f"{r.provider} {r.device} {r.dtype} {r.op} cols={r.cols}: {r.note}")
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    payload = {"environment": env, "summary": summary,
+               "results": [asdict(r) for r in results]}
+    (args.out / "results.json").write_text(json.dumps(payload, indent=1))
+    plotted = plot(results, args.out / "results.png")
+    print(f"\nwrote {args.out / 'results.json'}" +
+          (f" and {args.out / 'results.png'}" if plotted else " (no matplotlib: no plot)"))
+    return 1 if any(r.provider == "oneflite" for r in wrong) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
