@@ -90,9 +90,14 @@ OpExpr::CachedKernel OpExpr::GetOrCreateKernel(DeviceType device_type, DataType 
 
   const KernelMatchContext match{device_type, dtype};
   const KernelRegistration* registration = KernelRegistry::Global().Find(def_->name, match);
-  ONEFLITE_CHECK(registration != nullptr, NotImplementedError, "'", def_->name,
-                 "' is not implemented for device '", NameOf(device_type), "' and dtype ",
-                 NameOf(dtype), ": no registered kernel or primitive serves that combination");
+  if (registration == nullptr) {
+    const std::string forced = ep::primitive::PrimitiveRegistry::Global().DescribeForced();
+    ONEFLITE_THROW(NotImplementedError, "'", def_->name, "' is not implemented for device '",
+                   NameOf(device_type), "' and dtype ", NameOf(dtype),
+                   ": no registered kernel or primitive serves that combination",
+                   forced.empty() ? "" : " (primitive backends forced, with no fallback: " +
+                                             forced + ")");
+  }
   CachedKernel cached{std::shared_ptr<const OpKernel>(registration->create(match)),
                       registration->kernel_name, registration->priority,
                       registration->match_doc};

@@ -79,11 +79,12 @@ std::string ToString(const Plan& plan) {
           << " block=" << plan.block;
       break;
     case Path::kBlockSmem:
-      out << "block_smem: pack=" << plan.pack << " block=" << plan.block << " smem=" << plan.smem;
+      out << "block_smem: pack=" << plan.pack << " block=" << plan.block
+          << " stages=" << plan.stages << " smem=" << plan.smem;
       break;
     case Path::kBlockOnline:
       out << "block_online: pack=" << plan.pack << " block=" << plan.block << " smem=" << plan.smem
-          << " cached_cols=" << plan.cached_packs * plan.pack;
+          << " cached_cols=" << static_cast<int64_t>(plan.cached_packs) * plan.pack;
       break;
   }
   out << " grid=" << plan.grid;

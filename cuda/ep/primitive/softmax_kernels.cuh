@@ -6,13 +6,14 @@
 //   warp          the row lives in the registers of one warp, or of a smaller group of lanes
 //                 for short rows; max and sum are butterfly shuffles. Reads x once.
 //   block_smem    one block per row, the row cached in shared memory (up to the opt-in limit,
-//                 about 227 KiB on Hopper). Reads x once.
+//                 about 227 KiB on Hopper), copied there asynchronously so the next row's copy
+//                 overlaps this row's arithmetic. Reads x once.
 //   block_online  one block per row for rows longer than shared memory: as much of the row as
 //                 fits is cached, the rest is read twice, the second time usually from L2.
 //
-// Both block paths are one kernel (BlockSoftmaxKernel): pass 1 reads the row once and keeps a
-// running (max, sum) pair per thread (the online normalizer), so a block needs one reduction,
-// not two, and never a third read of x. NOTES.md beside this file explains each choice.
+// Both block paths are one kernel (BlockSoftmaxKernel). Its first pass keeps a running
+// (max, sum) pair per thread (the online normalizer), so a block needs one reduction, not two,
+// and never reads x a third time. NOTES.md beside this file explains each choice.
 //
 // All global accesses are 16-byte packs (4 floats, 8 halves or bfloat16s, 2 doubles). A row need
 // not start on a 16-byte boundary (odd cols, or a view with a storage offset), so each row is
@@ -27,6 +28,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_pipeline_primitives.h>
 #include <cuda_runtime.h>
 #include <math_constants.h>
 
@@ -49,6 +51,9 @@ enum class Algorithm { kSoftmax, kLogSoftmax };
 // 16-bit types compute in float; double computes in double.
 template <typename T>
 using ComputeType = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+template <typename T>
+constexpr bool kIs16Bit = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
 
 constexpr int kPackBytes = 16;
 
@@ -74,16 +79,25 @@ __device__ __forceinline__ ComputeType<T> ToCompute(T v) {
   }
 }
 
-// Rounds to nearest, ties to even, as PyTorch does when it narrows its float result.
+// Narrows P computed values into a pack, rounding to nearest even as PyTorch does. 16-bit types
+// convert in pairs, one instruction for two elements.
 template <typename T>
-__device__ __forceinline__ T FromCompute(ComputeType<T> v) {
+__device__ __forceinline__ Pack<T> MakePack(const ComputeType<T>* v) {
+  constexpr int P = PackSize<T>::value;
+  Pack<T> pack;
   if constexpr (std::is_same_v<T, __half>) {
-    return __float2half_rn(v);
+    auto* pairs = reinterpret_cast<__half2*>(pack.elem);
+#pragma unroll
+    for (int j = 0; j < P / 2; ++j) { pairs[j] = __floats2half2_rn(v[2 * j], v[2 * j + 1]); }
   } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return __float2bfloat16_rn(v);
+    auto* pairs = reinterpret_cast<__nv_bfloat162*>(pack.elem);
+#pragma unroll
+    for (int j = 0; j < P / 2; ++j) { pairs[j] = __floats2bfloat162_rn(v[2 * j], v[2 * j + 1]); }
   } else {
-    return v;
+#pragma unroll
+    for (int j = 0; j < P; ++j) { pack.elem[j] = v[j]; }
   }
+  return pack;
 }
 
 template <typename T>
@@ -99,6 +113,14 @@ __device__ __forceinline__ T NegativeInfinity() {
   }
 }
 
+template <typename T>
+__device__ __forceinline__ Pack<T> NegativeInfinityPack() {
+  Pack<T> pack;
+#pragma unroll
+  for (int j = 0; j < PackSize<T>::value; ++j) { pack.elem[j] = NegativeInfinity<T>(); }
+  return pack;
+}
+
 // fmax ignores a NaN operand, so a NaN never becomes the row max; it still reaches every output
 // through the sum, since exp(NaN - max) is NaN. A row of all -inf has max -inf, and
 // exp(-inf - -inf) = NaN gives the NaN row PyTorch gives.
@@ -108,6 +130,26 @@ __device__ __forceinline__ C Max(C a, C b) {
     return fmax(a, b);
   } else {
     return fmaxf(a, b);
+  }
+}
+
+// The max of a pack's elements. 16-bit packs are reduced in pairs by the packed max
+// instructions (which also drop a NaN operand) and widened once.
+template <typename T>
+__device__ __forceinline__ ComputeType<T> PackMax(const Pack<T>& pack) {
+  constexpr int P = PackSize<T>::value;
+  if constexpr (kIs16Bit<T>) {
+    using Pair = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
+    const auto* pairs = reinterpret_cast<const Pair*>(pack.elem);
+    Pair m = pairs[0];
+#pragma unroll
+    for (int j = 1; j < P / 2; ++j) { m = __hmax2(m, pairs[j]); }
+    return Max(ToCompute(m.x), ToCompute(m.y));
+  } else {
+    ComputeType<T> m = pack.elem[0];
+#pragma unroll
+    for (int j = 1; j < P; ++j) { m = Max(m, pack.elem[j]); }
+    return m;
   }
 }
 
@@ -146,14 +188,6 @@ __device__ __forceinline__ int HeadOffset(const T* row) {
          static_cast<int>(sizeof(T));
 }
 
-template <typename T>
-__device__ __forceinline__ Pack<T> NegativeInfinityPack() {
-  Pack<T> pack;
-#pragma unroll
-  for (int j = 0; j < PackSize<T>::value; ++j) { pack.elem[j] = NegativeInfinity<T>(); }
-  return pack;
-}
-
 // Loads the window pack whose first element is row column `c0` (negative for the head pack of
 // a row that starts off a 16-byte boundary). Columns outside [0, cols) read as -inf and are
 // never touched in memory, so no access strays outside the tensor.
@@ -170,21 +204,19 @@ __device__ __forceinline__ Pack<T> LoadPack(const T* row, Index c0, Index cols) 
   return pack;
 }
 
-// Stores the in-row columns of a window pack. `vector_ok` says y sits at the same offset from
-// a 16-byte boundary as x, so y's window packs are aligned too; otherwise every element is
-// stored alone (correct at any alignment, just more store instructions).
+// Stores the in-row columns of a window pack one element at a time, reading them back from
+// `scratch`, the calling thread's own 16-byte slot of shared memory. Picking elements out of a
+// pack in registers would need each element in a register of its own (or local memory), which
+// costs every kernel that merely might take this path; this one is taken only by the packs at
+// a row's ends, and by every pack when y's alignment differs from x's.
 template <typename T, typename Index>
-__device__ __forceinline__ void StorePack(T* row, Index c0, Index cols, const Pack<T>& pack,
-                                          bool vector_ok) {
-  constexpr int P = PackSize<T>::value;
-  if (vector_ok && c0 >= 0 && c0 + P <= cols) {
-    *reinterpret_cast<Pack<T>*>(row + c0) = pack;
-    return;
-  }
-#pragma unroll
-  for (int j = 0; j < P; ++j) {
+__device__ __forceinline__ void StoreElements(T* row, Index c0, Index cols, const Pack<T>& pack,
+                                              Pack<T>* scratch) {
+  *scratch = pack;
+#pragma unroll 1
+  for (int j = 0; j < PackSize<T>::value; ++j) {
     const Index c = c0 + j;
-    if (c >= 0 && c < cols) { row[c] = pack.elem[j]; }
+    if (c >= 0 && c < cols) { row[c] = scratch->elem[j]; }
   }
 }
 
@@ -196,26 +228,6 @@ inline int64_t MaxWindowPacks(int64_t cols, bool x_aligned) {
   constexpr int P = PackSize<T>::value;
   if (x_aligned && cols % P == 0) { return cols / P; }
   return (cols + 2 * P - 2) / P;
-}
-
-// The max of a pack's elements. 16-bit packs are reduced in pairs by the packed max
-// instructions and widened once, rather than widening all eight elements.
-template <typename T>
-__device__ __forceinline__ ComputeType<T> PackMax(const Pack<T>& pack) {
-  constexpr int P = PackSize<T>::value;
-  if constexpr (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) {
-    using Pair = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
-    const auto* pairs = reinterpret_cast<const Pair*>(pack.elem);
-    Pair m = pairs[0];
-#pragma unroll
-    for (int j = 1; j < P / 2; ++j) { m = __hmax2(m, pairs[j]); }  // like fmax: NaN loses
-    return Max(ToCompute(m.x), ToCompute(m.y));
-  } else {
-    ComputeType<T> m = pack.elem[0];
-#pragma unroll
-    for (int j = 1; j < P; ++j) { m = Max(m, pack.elem[j]); }
-    return m;
-  }
 }
 
 // ---- Path 1: a warp (or a group of lanes) per row --------------------------------------------
@@ -245,7 +257,8 @@ struct WarpShape {
 
 // x, y: (rows, cols) row-major. A warp takes (32 / kWidth) * kRows consecutive rows per step;
 // the grid is persistent and strides over those row tiles. The row is cached in registers in
-// the compute type, so exp is computed once per element.
+// the compute type, so exp is computed once per element. cols <= 32 * kPacks * P, far below
+// 2^31, so in-row positions are int.
 template <typename T, Algorithm kAlgorithm, int kWidth, int kPacks, int kRows>
 __global__ void __launch_bounds__(kWarpBlockSize)
     WarpSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int cols,
@@ -255,6 +268,7 @@ __global__ void __launch_bounds__(kWarpBlockSize)
   constexpr int kGroups = kWarpSize / kWidth;
   constexpr int kTileRows = kGroups * kRows;
   constexpr int kWarpsPerBlock = kWarpBlockSize / kWarpSize;
+  __shared__ Pack<T> scratch[kWarpBlockSize];
   const int lane = threadIdx.x % kWarpSize;
   const int group = lane / kWidth;
   const int lane_in_group = lane % kWidth;
@@ -315,15 +329,19 @@ __global__ void __launch_bounds__(kWarpBlockSize)
       const C scale = kAlgorithm == Algorithm::kSoftmax ? C(1) / row_sum[r] : Log(row_sum[r]);
 #pragma unroll
       for (int n = 0; n < kPacks; ++n) {
-        Pack<T> pack;
+        C out[P];
 #pragma unroll
         for (int j = 0; j < P; ++j) {
-          const C out = kAlgorithm == Algorithm::kSoftmax ? v[r][n * P + j] * scale
-                                                          : v[r][n * P + j] - scale;
-          pack.elem[j] = FromCompute<T>(out);
+          const C value = v[r][n * P + j];
+          out[j] = kAlgorithm == Algorithm::kSoftmax ? value * scale : value - scale;
         }
+        const Pack<T> pack = MakePack<T>(out);
         const int c0 = (n * kWidth + lane_in_group) * P - head[r];
-        StorePack(y_row, c0, row_cols[r], pack, y_vector_ok);
+        if (y_vector_ok && c0 >= 0 && c0 + P <= row_cols[r]) {
+          *reinterpret_cast<Pack<T>*>(y_row + c0) = pack;
+        } else {
+          StoreElements(y_row, c0, row_cols[r], pack, &scratch[threadIdx.x]);
+        }
       }
     }
   }
@@ -362,7 +380,6 @@ template <typename T, int kCount>
 __device__ __forceinline__ void FoldPacks(MaxSum<ComputeType<T>>& stats, const Pack<T>* packs,
                                           int count) {
   using C = ComputeType<T>;
-  constexpr int P = PackSize<T>::value;
   C max = stats.max;
 #pragma unroll
   for (int u = 0; u < kCount; ++u) { max = Max(max, PackMax(packs[u])); }
@@ -372,7 +389,9 @@ __device__ __forceinline__ void FoldPacks(MaxSum<ComputeType<T>>& stats, const P
   for (int u = 0; u < kCount; ++u) {
     if (u < count) {
 #pragma unroll
-      for (int j = 0; j < P; ++j) { sum += Exp<T>(ToCompute(packs[u].elem[j]) - shift); }
+      for (int j = 0; j < PackSize<T>::value; ++j) {
+        sum += Exp<T>(ToCompute(packs[u].elem[j]) - shift);
+      }
     }
   }
   stats = {max, sum};
@@ -383,88 +402,151 @@ __device__ __forceinline__ void FoldPacks(MaxSum<ComputeType<T>>& stats, const P
 template <typename T, Algorithm kAlgorithm>
 __device__ __forceinline__ Pack<T> OutputPack(const Pack<T>& in, ComputeType<T> max,
                                               ComputeType<T> scale) {
-  Pack<T> out;
+  using C = ComputeType<T>;
+  C out[PackSize<T>::value];
 #pragma unroll
   for (int j = 0; j < PackSize<T>::value; ++j) {
-    const ComputeType<T> shifted = ToCompute(in.elem[j]) - max;
-    out.elem[j] = FromCompute<T>(kAlgorithm == Algorithm::kSoftmax ? Exp<T>(shifted) * scale
-                                                                  : shifted - scale);
+    const C shifted = ToCompute(in.elem[j]) - max;
+    out[j] = kAlgorithm == Algorithm::kSoftmax ? Exp<T>(shifted) * scale : shifted - scale;
   }
-  return out;
+  return MakePack<T>(out);
 }
 
-// Packs each thread keeps in flight: 4 x 16 bytes. A block of 1024 threads, alone on an SM when
-// it caches a long row, then still has 64 KiB of loads outstanding, and the kernel stays within
-// 64 registers, which lets 1024 threads share an SM. double's exp needs more temporaries, so it
-// takes two packs at a time to stay within the same registers.
+// Packs a thread takes per step of the passes below. double's exp needs more temporaries, so it
+// takes two at a time to stay within the registers below.
 template <typename T>
 constexpr int kBlockUnroll = std::is_same_v<T, double> ? 2 : 4;
+// At most 64 registers a thread, so that a block of 1024 threads fits on an SM.
 constexpr int kBlockMinThreadsPerSm = 1024;
 
-// One block per row, persistent over rows. Thread t owns window packs k = t + i * kBlock; the
-// first `cached_packs` packs of the window are kept in dynamic shared memory at index k, so a
-// thread only ever reads back what it wrote itself (no barrier needed, and consecutive threads
-// touch consecutive 16-byte words: free of bank conflicts). Packs past `cached_packs` are read
-// again from global memory, in reverse order so that the most recently loaded come first.
+// How many of the window packs t, t + kBlock, t + 2 * kBlock, ... below `window` thread t owns.
+template <int kBlock, typename Index>
+__device__ __forceinline__ int PacksOwned(Index window, int tid) {
+  return tid < window ? static_cast<int>((window - 1 - tid) / kBlock) + 1 : 0;
+}
+
+// One block per row, persistent over rows. Thread t owns window packs k = t + i * kBlock. The
+// first `cached_packs` packs of a row's window go to dynamic shared memory, pack k at index k of
+// the row's stage, by asynchronous copies (cp.async): a thread requests its whole share at once,
+// holding no registers while the copies fly, and only ever reads back what it copied itself, so
+// neither the copies nor the reads need a barrier, and consecutive threads touch consecutive
+// 16-byte words (free of bank conflicts). With `stages` = 2 the block copies its next row into
+// the other stage while it works on this one. Packs past `cached_packs` (rows longer than shared
+// memory) are read from x in pass 1 and again in pass 2, right after the cached part, while they
+// are likely still in L2.
 //
-// In-row counters are int: i < window / kBlock stays far below 2^31 for any row that fits in
-// memory. Positions in the row are int64.
+// Counters of packs are int: a row that fits in memory has fewer than 2^31 * kBlock packs.
+// Positions in the row are int64.
 template <typename T, Algorithm kAlgorithm, int kBlock>
 __global__ void __launch_bounds__(kBlock, kBlockMinThreadsPerSm / kBlock)
     BlockSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int64_t cols,
-                       int cached_packs, bool y_vector_ok) {
+                       int cached_packs, int stages, bool y_vector_ok) {
   using C = ComputeType<T>;
   constexpr int P = PackSize<T>::value;
+  constexpr int U = kBlockUnroll<T>;
   using BlockReduce = cub::BlockReduce<MaxSum<C>, kBlock>;
   __shared__ typename BlockReduce::TempStorage reduce_storage;
   // The row's (max, sum), double-buffered: thread 0 writes row r + 1's after the barrier that
   // follows every thread's read of row r's.
   __shared__ MaxSum<C> row_stats[2];
   extern __shared__ uint4 shared_cache[];
-  Pack<T>* cache = reinterpret_cast<Pack<T>*>(shared_cache) + threadIdx.x;
   const int tid = threadIdx.x;
-  const int cached = tid < cached_packs ? (cached_packs - 1 - tid) / kBlock + 1 : 0;
+  Pack<T>* const slots = reinterpret_cast<Pack<T>*>(shared_cache) + tid;
+  const int cached = PacksOwned<kBlock>(cached_packs, tid);
+  const auto x_begin = reinterpret_cast<uintptr_t>(x);
+  const auto x_end = reinterpret_cast<uintptr_t>(x + rows * cols);
 
+  // Starts copying this thread's cached packs of `row` into `stage`. A pack that straddles a
+  // row boundary is copied whole (the neighbour's elements are masked later); only the tensor's
+  // own first and last 16 bytes need care, as they may lie partly outside it.
+  auto prefetch = [&](int64_t row, int stage) {
+    const T* x_row = x + row * cols;
+    const int head = HeadOffset(x_row);
+    const int n = min(PacksOwned<kBlock>((head + cols + P - 1) / P, tid), cached);
+    const Pack<T>* src = reinterpret_cast<const Pack<T>*>(x_row - head) + tid;
+    Pack<T>* dst = slots + stage * cached_packs;
+#pragma unroll 4
+    for (int i = 0; i < n; ++i) {
+      const auto begin = reinterpret_cast<uintptr_t>(src + static_cast<int64_t>(i) * kBlock);
+      if (begin < x_begin) {
+        dst[i * kBlock] = LoadPack(x_row, static_cast<int64_t>(-head), cols);  // x's first pack
+      } else {
+        const size_t past_end = begin + kPackBytes > x_end ? begin + kPackBytes - x_end : 0;
+        __pipeline_memcpy_async(dst + i * kBlock, src + static_cast<int64_t>(i) * kBlock,
+                                kPackBytes, past_end);
+      }
+    }
+    __pipeline_commit();
+  };
+
+  int stage = 0;
+  if (blockIdx.x < rows) { prefetch(blockIdx.x, 0); }
   int parity = 0;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const int64_t next = row + gridDim.x;
+    if (stages == 2 && next < rows) {
+      prefetch(next, stage ^ 1);
+      __pipeline_wait_prior(1);
+    } else {
+      __pipeline_wait_prior(0);
+    }
+    Pack<T>* const buffer = slots + stage * cached_packs;
+
     const T* x_row = x + row * cols;
     T* y_row = y + row * cols;
     const int head = HeadOffset(x_row);
-    const int64_t window = (head + cols + P - 1) / P;
-    const int owned = tid < window ? static_cast<int>((window - 1 - tid) / kBlock) + 1 : 0;
+    const int owned = PacksOwned<kBlock>((head + cols + P - 1) / P, tid);
+    const int n_cached = min(owned, cached);
+    const auto* x_packs = reinterpret_cast<const Pack<T>*>(x_row - head) + tid;
+    auto* y_packs = reinterpret_cast<Pack<T>*>(y_row - head) + tid;  // aligned if y_vector_ok
     // The window's first pack sticks out of the row when head > 0, its last when the row does
     // not end on a pack boundary (they may be one pack). This thread's index i of each, or -1.
-    // The unrolled loops below skip them; they are done element by element after each loop.
+    const int64_t last = (head + cols - 1) / P;
     const int head_edge = head > 0 && tid == 0 ? 0 : -1;
-    const int tail_edge = (head + cols) % P != 0 && (window - 1) % kBlock == tid
-                              ? static_cast<int>((window - 1) / kBlock)
+    const int tail_edge = (head + cols) % P != 0 && last % kBlock == tid
+                              ? static_cast<int>(last / kBlock)
                               : -1;
     auto is_edge = [&](int i) { return i == head_edge || i == tail_edge; };
     auto column = [&](int i) { return (tid + static_cast<int64_t>(i) * kBlock) * P - head; };
-    const auto* x_packs = reinterpret_cast<const Pack<T>*>(x_row - head) + tid;
 
-    // Pass 1: read the row once, cache it, and fold it into this thread's (max, sum).
+    // Cached edge packs hold a neighbouring row's elements (or zero fill) outside the row: make
+    // them -inf, so that the passes treat every cached pack alike.
+#pragma unroll 1
+    for (int e = 0; e < 2; ++e) {
+      const int i = e == 0 ? head_edge : tail_edge;
+      if (i < 0 || i >= n_cached) { continue; }
+#pragma unroll 1
+      for (int j = 0; j < P; ++j) {
+        const int64_t c = column(i) + j;
+        if (c < 0 || c >= cols) { buffer[i * kBlock].elem[j] = NegativeInfinity<T>(); }
+      }
+    }
+
+    // Pass 1: this thread's (max, sum) over its packs.
     MaxSum<C> stats{-static_cast<C>(CUDART_INF), C(0)};
-    for (int i0 = 0; i0 < owned; i0 += kBlockUnroll<T>) {
-      Pack<T> packs[kBlockUnroll<T>];
+    for (int i0 = 0; i0 < n_cached; i0 += U) {
+      Pack<T> packs[U];
 #pragma unroll
-      for (int u = 0; u < kBlockUnroll<T>; ++u) {
+      for (int u = 0; u < U; ++u) {
+        packs[u] = i0 + u < n_cached ? buffer[(i0 + u) * kBlock] : NegativeInfinityPack<T>();
+      }
+      FoldPacks<T, U>(stats, packs, n_cached - i0);
+    }
+    for (int i0 = n_cached; i0 < owned; i0 += U) {
+      Pack<T> packs[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
         const int i = i0 + u;
         packs[u] = i < owned && !is_edge(i) ? x_packs[static_cast<int64_t>(i) * kBlock]
                                             : NegativeInfinityPack<T>();
       }
-#pragma unroll
-      for (int u = 0; u < kBlockUnroll<T>; ++u) {
-        if (i0 + u < cached) { cache[(i0 + u) * kBlock] = packs[u]; }
-      }
-      FoldPacks<T, kBlockUnroll<T>>(stats, packs, owned - i0);
+      FoldPacks<T, U>(stats, packs, owned - i0);
     }
 #pragma unroll 1
     for (int e = 0; e < 2; ++e) {
       const int i = e == 0 ? head_edge : tail_edge;
-      if (i < 0 || (e == 1 && i == head_edge)) { continue; }
+      if (i < n_cached || (e == 1 && i == head_edge)) { continue; }
       const Pack<T> pack = LoadPack(x_row, column(i), cols);
-      if (i < cached) { cache[i * kBlock] = pack; }
       FoldPacks<T, 1>(stats, &pack, 1);
     }
 
@@ -475,34 +557,51 @@ __global__ void __launch_bounds__(kBlock, kBlockMinThreadsPerSm / kBlock)
     parity ^= 1;
     const C scale = kAlgorithm == Algorithm::kSoftmax ? C(1) / total.sum : Log(total.sum);
 
-    // Pass 2: recompute from the cache (or from x, for the uncached tail) and write y.
-    for (int i_end = owned; i_end > 0; i_end -= kBlockUnroll<T>) {
-      Pack<T> packs[kBlockUnroll<T>];
+    // Pass 2: recompute each element and write y. A pack stored element by element goes
+    // through the thread's own slot: the pack's slot once it has been read, or slot 0 (read
+    // first, and always present when a row has an uncached part) for the uncached packs.
+    auto store = [&](int i, const Pack<T>& out, Pack<T>* scratch) {
+      if (y_vector_ok && !is_edge(i)) {
+        y_packs[static_cast<int64_t>(i) * kBlock] = out;
+      } else {
+        StoreElements(y_row, column(i), cols, out, scratch);
+      }
+    };
+    for (int i0 = 0; i0 < n_cached; i0 += U) {
+      Pack<T> packs[U];
 #pragma unroll
-      for (int u = 0; u < kBlockUnroll<T>; ++u) {
-        const int i = i_end - 1 - u;
-        if (i >= 0 && !is_edge(i)) {
-          packs[u] = i < cached ? cache[i * kBlock] : x_packs[static_cast<int64_t>(i) * kBlock];
-        }
+      for (int u = 0; u < U; ++u) {
+        if (i0 + u < n_cached) { packs[u] = buffer[(i0 + u) * kBlock]; }
       }
 #pragma unroll
-      for (int u = 0; u < kBlockUnroll<T>; ++u) {
-        const int i = i_end - 1 - u;
-        if (i < 0 || is_edge(i)) { continue; }
-        const Pack<T> out = OutputPack<T, kAlgorithm>(packs[u], total.max, scale);
-        if (y_vector_ok) {
-          reinterpret_cast<Pack<T>*>(y_row - head)[tid + static_cast<int64_t>(i) * kBlock] = out;
-        } else {
-          StorePack(y_row, column(i), cols, out, false);
+      for (int u = 0; u < U; ++u) {
+        const int i = i0 + u;
+        if (i < n_cached) {
+          store(i, OutputPack<T, kAlgorithm>(packs[u], total.max, scale), &buffer[i * kBlock]);
         }
       }
     }
-#pragma unroll 1
-    for (int e = 0; e < 2; ++e) {
-      const int i = e == 0 ? head_edge : tail_edge;
-      if (i < 0 || (e == 1 && i == head_edge)) { continue; }
-      const Pack<T> in = i < cached ? cache[i * kBlock] : LoadPack(x_row, column(i), cols);
-      StorePack(y_row, column(i), cols, OutputPack<T, kAlgorithm>(in, total.max, scale), false);
+    for (int i0 = n_cached; i0 < owned; i0 += U) {
+      Pack<T> packs[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int i = i0 + u;
+        if (i < owned) {
+          packs[u] = is_edge(i) ? LoadPack(x_row, column(i), cols)
+                                : x_packs[static_cast<int64_t>(i) * kBlock];
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int i = i0 + u;
+        if (i < owned) { store(i, OutputPack<T, kAlgorithm>(packs[u], total.max, scale), buffer); }
+      }
+    }
+
+    if (stages == 2) {
+      stage ^= 1;
+    } else if (next < rows) {
+      prefetch(next, 0);  // this thread has read all of its slots
     }
   }
 }
@@ -511,7 +610,7 @@ __global__ void __launch_bounds__(kBlock, kBlockMinThreadsPerSm / kBlock)
 
 // How many blocks of `kernel` fit on one SM of the current device (info describes it) with
 // `dynamic_smem` bytes of dynamic shared memory. Cached per (kernel, device, block, smem): the
-// runtime's occupancy calculator costs microseconds, and one launch may ask it five times.
+// runtime's occupancy calculator costs microseconds, and one launch may ask it several times.
 int MaxActiveBlocksPerSm(const void* kernel, const CudaDeviceInfo& info, int block_size,
                          size_t dynamic_smem);
 // The most dynamic shared memory one block of `kernel` may use on the current device: the
@@ -539,8 +638,10 @@ struct Plan {
   int rows_per_access = 0;
   // All paths.
   int block = 0;
+  // Block paths.
+  int stages = 1;
+  int cached_packs = 0;
   size_t smem = 0;
-  int64_t cached_packs = 0;
   int grid = 0;
   LaunchFn launch = nullptr;
 };
@@ -567,8 +668,8 @@ template <typename T, Algorithm kAlgorithm, int kBlock>
 void LaunchBlock(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols, const void* x,
                  void* y) {
   BlockSoftmaxKernel<T, kAlgorithm, kBlock><<<plan.grid, kBlock, plan.smem, stream>>>(
-      static_cast<const T*>(x), static_cast<T*>(y), rows, cols,
-      static_cast<int>(plan.cached_packs), SameAlignment(x, y));
+      static_cast<const T*>(x), static_cast<T*>(y), rows, cols, plan.cached_packs, plan.stages,
+      SameAlignment(x, y));
   ONEFLITE_CUDA_CHECK_LAUNCH();
 }
 
@@ -601,12 +702,15 @@ int64_t MaxWarpWindowPacks() {
   int64_t most = 0;
   ForEachWarpShape([&](auto shape) {
     using Shape = decltype(shape);
-    if constexpr (kWarpShapeFits<T, Shape>) { most = std::max<int64_t>(most, Shape::width * Shape::packs); }
+    if constexpr (kWarpShapeFits<T, Shape>) {
+      most = std::max<int64_t>(most, Shape::width * Shape::packs);
+    }
   });
   return most;
 }
 
-inline int CappedGrid(int64_t blocks_needed, const CudaDeviceInfo& info, int active_per_sm) {
+// A persistent grid: as many blocks as fit on the device at once, or fewer if the rows run out.
+inline int PersistentGrid(int64_t blocks_needed, const CudaDeviceInfo& info, int active_per_sm) {
   const int64_t resident = static_cast<int64_t>(info.sm_count) * std::max(active_per_sm, 1);
   return static_cast<int>(std::min(blocks_needed, resident));
 }
@@ -637,38 +741,44 @@ Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_
             &WarpSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::packs, Shape::rows>);
         const int64_t rows_per_block =
             (kWarpBlockSize / kWarpSize) * (kWarpSize / Shape::width) * Shape::rows;
-        plan.grid = CappedGrid((rows + rows_per_block - 1) / rows_per_block, info,
-                               MaxActiveBlocksPerSm(kernel, info, kWarpBlockSize, 0));
+        plan.grid = PersistentGrid((rows + rows_per_block - 1) / rows_per_block, info,
+                                   MaxActiveBlocksPerSm(kernel, info, kWarpBlockSize, 0));
       }
     });
     return plan;
   }
 
-  // A block per row. With the whole row cached, take the block size that keeps the most blocks
+  // A block per row with the whole row cached: two stages when they fit, so that copying the
+  // next row overlaps the work on this one. Take the block size that keeps the most blocks
   // resident, and of those the largest (more threads to share the row).
   const size_t row_smem = static_cast<size_t>(window) * kPackBytes;
-  int best_active = 0;
-  auto consider = [&](auto block_tag) {
-    constexpr int kBlock = decltype(block_tag)::value;
-    const auto* kernel = reinterpret_cast<const void*>(&BlockSoftmaxKernel<T, kAlgorithm, kBlock>);
-    if (row_smem > MaxDynamicSmem(kernel, info)) { return; }
-    const int active = MaxActiveBlocksPerSm(kernel, info, kBlock, row_smem);
-    if (active > 0 && active >= best_active) {
-      best_active = active;
-      plan.path = Path::kBlockSmem;
-      plan.block = kBlock;
-      plan.smem = row_smem;
-      plan.cached_packs = window;
-      plan.launch = &LaunchBlock<T, kAlgorithm, kBlock>;
+  for (int stages = 2; stages >= 1; --stages) {
+    int best_active = 0;
+    auto consider = [&](auto block_tag) {
+      constexpr int kBlock = decltype(block_tag)::value;
+      const auto* kernel =
+          reinterpret_cast<const void*>(&BlockSoftmaxKernel<T, kAlgorithm, kBlock>);
+      const size_t smem = stages * row_smem;
+      if (smem > MaxDynamicSmem(kernel, info)) { return; }
+      const int active = MaxActiveBlocksPerSm(kernel, info, kBlock, smem);
+      if (active > 0 && active >= best_active) {
+        best_active = active;
+        plan.path = Path::kBlockSmem;
+        plan.block = kBlock;
+        plan.stages = stages;
+        plan.cached_packs = static_cast<int>(window);
+        plan.smem = smem;
+        plan.launch = &LaunchBlock<T, kAlgorithm, kBlock>;
+      }
+    };
+    consider(std::integral_constant<int, 128>{});
+    consider(std::integral_constant<int, 256>{});
+    consider(std::integral_constant<int, 512>{});
+    consider(std::integral_constant<int, 1024>{});
+    if (best_active > 0) {
+      plan.grid = PersistentGrid(rows, info, best_active);
+      return plan;
     }
-  };
-  consider(std::integral_constant<int, 128>{});
-  consider(std::integral_constant<int, 256>{});
-  consider(std::integral_constant<int, 512>{});
-  consider(std::integral_constant<int, 1024>{});
-  if (best_active > 0) {
-    plan.grid = CappedGrid(rows, info, best_active);
-    return plan;
   }
 
   // The row is longer than shared memory: one block of 1024 threads per SM caches as much of it
@@ -676,13 +786,13 @@ Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_
   // behind the first read, so it usually hits L2.
   constexpr int kBlock = 1024;
   const auto* kernel = reinterpret_cast<const void*>(&BlockSoftmaxKernel<T, kAlgorithm, kBlock>);
-  const size_t smem = MaxDynamicSmem(kernel, info) / kPackBytes * kPackBytes;
   plan.path = Path::kBlockOnline;
   plan.block = kBlock;
-  plan.smem = smem;
-  plan.cached_packs = static_cast<int64_t>(smem / kPackBytes);
+  plan.stages = 1;
+  plan.cached_packs = static_cast<int>(MaxDynamicSmem(kernel, info) / kPackBytes);
+  plan.smem = static_cast<size_t>(plan.cached_packs) * kPackBytes;
   plan.launch = &LaunchBlock<T, kAlgorithm, kBlock>;
-  plan.grid = CappedGrid(rows, info, MaxActiveBlocksPerSm(kernel, info, kBlock, smem));
+  plan.grid = PersistentGrid(rows, info, MaxActiveBlocksPerSm(kernel, info, kBlock, plan.smem));
   return plan;
 }
 

@@ -84,6 +84,13 @@ std::optional<std::string> PrimitiveRegistry::Forced(const std::string& kind) co
   return std::nullopt;
 }
 
+std::string PrimitiveRegistry::DescribeForced() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::string text;
+  for (const auto& [kind, name] : forced_) { text += (text.empty() ? "" : ", ") + kind + "=" + name; }
+  return text;
+}
+
 uint64_t PrimitiveRegistry::generation() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return generation_;

@@ -82,6 +82,8 @@ class PrimitiveRegistry {
   // rather than quietly falling back to another.
   void Force(const std::string& kind, std::optional<std::string> name);
   std::optional<std::string> Forced(const std::string& kind) const;
+  // "softmax=reference, log_softmax=mine", or "" when nothing is forced: for error messages.
+  std::string DescribeForced() const;
 
   // Increments on every change (register, unregister, force). Layers above cache primitives and
   // drop their caches when it moves.
