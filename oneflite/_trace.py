@@ -105,7 +105,7 @@ def trace() -> _Recording:
         >>> with oneflite.trace() as t:
         ...     _ = oneflite.nn.functional.softmax(x, dim=1)
         >>> t.layers()
-        ['functional', 'functor', 'functor', 'op', 'kernel', 'primitive']
+        ['functional', 'functor', 'functor', 'functor', 'op', 'kernel', 'primitive']
     """
     return _Recording()
 
