@@ -188,9 +188,15 @@ def _to(self: Tensor, *args: Any, dtype: _dtype | None = None,
         if not isinstance(dtype, _dtype):
             raise TypeError(f"to(): dtype must be a oneflite.dtype, not {type(dtype).__name__}")
         result = _C.functional.cast(result, dtype)
-    if copy and result._is_same(self):
-        result = _clone(result)
+    if result._is_same(self):
+        return _clone(self) if copy else self
     return result
+
+
+def _contiguous(self: Tensor) -> Tensor:
+    """This tensor if it is contiguous, else a contiguous copy."""
+    result = _C.functional.contiguous(self)
+    return self if result._is_same(self) else result
 
 
 def _cuda(self: Tensor, device: int | str | _device | None = None) -> Tensor:
@@ -342,6 +348,7 @@ def _log_softmax(self: Tensor, dim: int | None = None, dtype: _dtype | None = No
 def _install() -> None:
     methods = {
         "to": _to,
+        "contiguous": _contiguous,
         "cuda": _cuda,
         "cpu": _cpu,
         "numpy": _numpy,

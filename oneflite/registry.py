@@ -3,8 +3,9 @@
 Each function returns a list of plain dicts, so the result prints and compares easily::
 
     >>> import oneflite
-    >>> [p["name"] for p in oneflite.registry.primitives() if p["kind"] == "softmax"]
-    ['reference']
+    >>> [p["name"] for p in oneflite.registry.primitives()
+    ...  if p["kind"] == "softmax" and p["device"] == "cpu"]
+    ['fast', 'reference']
 """
 
 from __future__ import annotations

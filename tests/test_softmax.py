@@ -440,41 +440,9 @@ def _backends(kind: str, device_type: str, dtype: oneflite.dtype) -> list[str]:
 # Row lengths around the boundaries a backend may switch strategy at: vector widths, warp and
 # block sizes, shared-memory limits.
 BACKEND_COLS = [
-    1,
-    2,
-    3,
-    4,
-    7,
-    8,
-    15,
-    16,
-    31,
-    32,
-    33,
-    63,
-    64,
-    65,
-    127,
-    128,
-    129,
-    255,
-    256,
-    257,
-    511,
-    512,
-    513,
-    1023,
-    1024,
-    1025,
-    2047,
-    2048,
-    2049,
-    4097,
-    8191,
-    8193,
-    16385,
-    65537,
-]
+    1, 2, 3, 4, 7, 8, 15, 16, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 512,
+    513, 1023, 1024, 1025, 2047, 2048, 2049, 4097, 8191, 8193, 16385, 65537, 131073,
+]  # fmt: skip
 
 
 @pytest.mark.usefixtures("unforce_softmax_primitives")
@@ -501,6 +469,13 @@ def test_every_registered_backend_matches_the_reference(op, device, float_dtype,
                 to_float64(y), expected, float_dtype, log=op.log, err_msg=f"backend {name}, {label}"
             )
     oneflite._C._force_primitive(op.name, None)
+
+
+@pytest.mark.parametrize("shape", [(150_000, 7), (40_000, 65), (3_000, 1025)], ids=str)
+def test_many_rows_match_the_reference(op, device, float_dtype, shape):
+    # More rows than a GPU holds at once, so kernels that loop over rows go round.
+    x = make_tensor(random_values(shape, seed_of("rows", shape)), float_dtype, device)
+    check(op, x, -1, -1)
 
 
 # ---- the other entry points ----------------------------------------------------------------

@@ -100,7 +100,7 @@ def log_softmax(input: Tensor, dim: int | None = None, dtype: _dtype | None = No
         >>> import oneflite
         >>> x = oneflite.tensor([[1.0, 2.0, 3.0]])
         >>> oneflite.nn.functional.log_softmax(x, dim=1)
-        tensor([[-2.407606  , -1.4076059 , -0.40760595]], dtype=oneflite.float32)
+        tensor([[-2.407606  , -1.407606  , -0.40760598]], dtype=oneflite.float32)
     """
     dim = _check_args("log_softmax", input, dim, dtype)
     if _trace.active:

@@ -62,6 +62,7 @@ void BindCommon(py::module_& m) {
                return false;
              }
            })
+      .def("__eq__", [](const Device&, const py::object&) { return false; })
       .def("__hash__", [](const Device& d) { return static_cast<int>(d.type) * 1024 + d.index; })
       .def("__str__", &Device::ToString)
       .def("__repr__", [](const Device& d) {

@@ -83,18 +83,22 @@ void BindRegistry(py::module_& m) {
       py::arg("kind"));
 
   // Loads a shared library whose static initializers register backends (the CUDA backend, or
-  // a user's extension). RTLD_GLOBAL so that later libraries can link against its symbols.
+  // a user's extension). Its symbols stay private unless global_symbols is set: a backend only
+  // needs to reach the core library, which it links by name.
   m.def(
       "load_library",
-      [](const std::string& path) {
-        void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+      [](const std::string& path, bool global_symbols) {
+        void* handle =
+            dlopen(path.c_str(), RTLD_NOW | (global_symbols ? RTLD_GLOBAL : RTLD_LOCAL));
         if (handle == nullptr) {
           const char* message = dlerror();
           ONEFLITE_THROW(RuntimeError, "could not load '", path,
                          "': ", message ? message : "unknown error");
         }
       },
-      py::arg("path"), py::call_guard<py::gil_scoped_release>());
+      py::arg("path"), py::arg("global_symbols") = false,
+      py::call_guard<py::gil_scoped_release>(),
+      "Load a shared library of backends; its static registrations run as it loads.");
 }
 
 }  // namespace oneflite::python

@@ -35,6 +35,13 @@ int64_t WrapDim(int64_t dim, int64_t ndim) {
   return dim < 0 ? dim + n : dim;
 }
 
+// A dim of a tensor with at least one dim; a 0-d tensor has no size or stride to index.
+size_t DimOfNonScalar(const Tensor& t, int64_t dim) {
+  ONEFLITE_CHECK(t.ndim() > 0, IndexError, "Dimension specified as ", dim,
+                 " but tensor has no dimensions");
+  return static_cast<size_t>(WrapDim(dim, t.ndim()));
+}
+
 // Releases a Python object from a storage deleter, which may run on a thread without the GIL,
 // or after the interpreter has gone (then the reference is simply leaked).
 void ReleasePythonObject(PyObject* object) {
@@ -294,14 +301,14 @@ void BindTensor(py::module_& m) {
           "size",
           [](const Tensor& t, std::optional<int64_t> dim) -> py::object {
             if (!dim) { return ToTuple(t.shape()); }
-            return py::int_(t.shape().at(WrapDim(*dim, t.ndim())));
+            return py::int_(t.shape()[DimOfNonScalar(t, *dim)]);
           },
           py::arg("dim") = py::none())
       .def(
           "stride",
           [](const Tensor& t, std::optional<int64_t> dim) -> py::object {
             if (!dim) { return ToTuple(t.stride()); }
-            return py::int_(t.stride().at(WrapDim(*dim, t.ndim())));
+            return py::int_(t.stride()[DimOfNonScalar(t, *dim)]);
           },
           py::arg("dim") = py::none())
       .def("storage_offset", &Tensor::storage_offset)
@@ -323,8 +330,10 @@ void BindTensor(py::module_& m) {
       .def(
           "transpose",
           [](const Tensor& t, int64_t dim0, int64_t dim1) {
-            return t.Transpose(static_cast<int>(WrapDim(dim0, t.ndim())),
-                               static_cast<int>(WrapDim(dim1, t.ndim())));
+            const int d0 = static_cast<int>(WrapDim(dim0, t.ndim()));
+            const int d1 = static_cast<int>(WrapDim(dim1, t.ndim()));
+            if (t.ndim() == 0) { return t; }  // a 0-d tensor is its own transpose
+            return t.Transpose(d0, d1);
           },
           py::arg("dim0"), py::arg("dim1"), "A view with dims dim0 and dim1 swapped.")
       .def(

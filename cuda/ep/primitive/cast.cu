@@ -29,16 +29,18 @@ __device__ __forceinline__ auto Widen(From v) {
   }
 }
 
-// Float to integer conversion on the GPU truncates, saturates and maps NaN to 0 by itself
-// (cvt.rzi), which is the contract.
+// Float to integer: the GPU's conversion truncates and saturates, but NaN must become 0, which
+// it does not guarantee, so NaN is handled first. Doubles narrow to 16 bits in one rounding.
 template <typename To, typename Wide>
 __device__ __forceinline__ To Narrow(Wide v) {
   if constexpr (std::is_same_v<To, bool>) {
     return v != 0;
   } else if constexpr (std::is_same_v<To, __half>) {
-    return __float2half_rn(static_cast<float>(v));
+    return __double2half(static_cast<double>(v));
   } else if constexpr (std::is_same_v<To, __nv_bfloat16>) {
-    return __float2bfloat16_rn(static_cast<float>(v));
+    return __double2bfloat16(static_cast<double>(v));
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<Wide>) {
+    return isnan(v) ? To(0) : static_cast<To>(v);
   } else {
     return static_cast<To>(v);
   }

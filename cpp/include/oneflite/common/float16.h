@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cmath>
 #include <cstring>
 
 namespace oneflite {
@@ -22,6 +23,20 @@ inline float BitsFloat(uint32_t u) {
   return f;
 }
 
+// d rounded to a float toward zero, with the lowest mantissa bit set when that was inexact
+// ("round to odd"). A float so rounded, then rounded to nearest into a type of at most 22
+// mantissa bits, gives exactly the nearest value to d: the odd bit remembers that d was not
+// on a tie, so double rounding cannot go wrong.
+inline float RoundToOddFloat(double d) {
+  float f = static_cast<float>(d);
+  if (f != f) { return f; }  // NaN
+  if (static_cast<double>(f) == d) { return f; }
+  if (std::fabs(static_cast<double>(f)) > std::fabs(d)) {
+    f = std::nextafter(f, 0.0f);  // rounded away from zero: step back toward it
+  }
+  return BitsFloat(FloatBits(f) | 1u);
+}
+
 }  // namespace internal
 
 // IEEE 754 binary16: 1 sign bit, 5 exponent bits, 10 mantissa bits.
@@ -30,6 +45,8 @@ struct float16 {
 
   float16() = default;
   explicit float16(float f) : bits(FromFloat(f)) {}
+  // One rounding from double (not two, as through a float).
+  explicit float16(double d) : bits(FromFloat(internal::RoundToOddFloat(d))) {}
   explicit operator float() const { return ToFloat(bits); }
 
   static float ToFloat(uint16_t h) {
@@ -82,6 +99,8 @@ struct bfloat16 {
 
   bfloat16() = default;
   explicit bfloat16(float f) : bits(FromFloat(f)) {}
+  // One rounding from double (not two, as through a float).
+  explicit bfloat16(double d) : bits(FromFloat(internal::RoundToOddFloat(d))) {}
   explicit operator float() const { return ToFloat(bits); }
 
   static float ToFloat(uint16_t b) { return internal::BitsFloat(static_cast<uint32_t>(b) << 16); }

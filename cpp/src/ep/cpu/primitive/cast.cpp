@@ -41,10 +41,7 @@ To Narrow(Wide v) {
   if constexpr (std::is_same_v<To, bool>) {
     return v != 0;
   } else if constexpr (std::is_same_v<To, float16> || std::is_same_v<To, bfloat16>) {
-    // Through float: one rounding from double to float, one from float to 16 bits. For integer
-    // sources beyond 2^24 this could double-round, but those are far past float16's range and
-    // bfloat16 keeps only 8 bits, so the result is the nearest 16-bit value but for ties.
-    return To(static_cast<float>(v));
+    return To(static_cast<double>(v));  // one rounding, to nearest even
   } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<Wide>) {
     return SaturatingCast<To>(v);
   } else {

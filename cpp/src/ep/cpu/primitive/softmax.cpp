@@ -1,8 +1,9 @@
 // The CPU "reference" backend for softmax and log_softmax: the golden model.
 //
-// Plain loops in three passes over each row (max; exp and sum; scale), accumulating in float
-// for 16-bit types and in double for double. Nothing clever, so that it is obviously right; the
-// faster backends are tested against it and against NumPy.
+// Plain loops in three passes over each row (max; exp and sum; scale). Elementwise math is in
+// float for 16-bit types and float32, in double for double; each row's sum is accumulated in
+// double, so that long float rows stay accurate. Nothing clever, so that it is obviously right;
+// the faster backends are tested against it and against NumPy.
 #include <cmath>
 #include <limits>
 
@@ -30,15 +31,15 @@ void SoftmaxRows(int64_t rows, int64_t cols, const T* x, T* y) {
     C max = -std::numeric_limits<C>::infinity();
     for (int64_t c = 0; c < cols; ++c) { max = std::fmax(max, static_cast<C>(in[c])); }
 
-    C sum = 0;
+    double sum = 0;
     for (int64_t c = 0; c < cols; ++c) { sum += std::exp(static_cast<C>(in[c]) - max); }
 
     if constexpr (kAlgorithm == Algorithm::kSoftmax) {
       for (int64_t c = 0; c < cols; ++c) {
-        out[c] = static_cast<T>(std::exp(static_cast<C>(in[c]) - max) / sum);
+        out[c] = static_cast<T>(std::exp(static_cast<C>(in[c]) - max) / static_cast<C>(sum));
       }
     } else {
-      const C log_sum = std::log(sum);
+      const C log_sum = static_cast<C>(std::log(sum));
       for (int64_t c = 0; c < cols; ++c) {
         out[c] = static_cast<T>(static_cast<C>(in[c]) - max - log_sum);
       }
