@@ -10,6 +10,12 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 out="${OUT:-/tmp/oneflite-gpu-check}"
 mkdir -p "$out"
 export PATH="/usr/local/cuda/bin:$PATH"
+# Some CUDA images put a g++ first on PATH that links libstdc++ statically into every shared
+# library; with several such copies in one process (oneflite's and another extension's), a C++
+# exception can crash it. The distribution's g++ links libstdc++ dynamically: prefer it.
+if [ -x /usr/bin/g++ ]; then
+  export CXX="${CXX:-/usr/bin/g++}" CUDAHOSTCXX="${CUDAHOSTCXX:-/usr/bin/g++}"
+fi
 
 echo "== device"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
