@@ -65,8 +65,10 @@ inline float ExpNonPositive(float x) {
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  const int32_t n_int = BitCast<int32_t>(shifted) - BitCast<int32_t>(kMagic);
-  const float scale = BitCast<float>((n_int + 127) << 23);
+  // n's two's-complement bits, biased into the exponent field; unsigned, so that the garbage a
+  // NaN leaves here wraps instead of overflowing.
+  const uint32_t n_bits = BitCast<uint32_t>(shifted) - BitCast<uint32_t>(kMagic);
+  const float scale = BitCast<float>((n_bits + 127u) << 23);
   return x < -87.0f ? 0.0f : p * scale;
 }
 
@@ -93,8 +95,8 @@ inline double ExpNonPositive(double x) {
   p = p * r + 0.5;
   p = p * r + 1.0;
   p = p * r + 1.0;
-  const int64_t n_int = BitCast<int64_t>(shifted) - BitCast<int64_t>(kMagic);
-  const double scale = BitCast<double>((n_int + 1023) << 52);
+  const uint64_t n_bits = BitCast<uint64_t>(shifted) - BitCast<uint64_t>(kMagic);
+  const double scale = BitCast<double>((n_bits + 1023u) << 52);
   return x < -708.0 ? 0.0 : p * scale;
 }
 
