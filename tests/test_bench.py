@@ -1,0 +1,34 @@
+"""The benchmark runs end to end on the CPU and writes what it promises."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+
+def test_quick_cpu_benchmark_writes_a_checked_table_and_json(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "oneflite.bench", "--quick", "--device", "cpu", "--dtypes",
+         "float32", "bfloat16", "--cols", "32", "1025", "--repeats", "2", "--out", str(tmp_path)],
+        capture_output=True, text=True, check=False, cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    payload = json.loads((tmp_path / "results.json").read_text())
+    providers = {r["provider"] for r in payload["results"]}
+    assert {"oneflite", "copy", "numpy"} <= providers
+    mine = [r for r in payload["results"] if r["provider"] == "oneflite"]
+    # 2 dtypes x 2 ops x 2 shapes, each checked against float64 before it was timed.
+    assert len(mine) == 8
+    assert all(r["gbps"] > 0 and not r["note"] for r in mine)
+    assert any(line.startswith("cpu float32 softmax:") for line in payload["summary"])
+    assert "oneflite/copy" in result.stdout
+
+
+def test_overhead_mode_reports_per_call_times() -> None:
+    result = subprocess.run([sys.executable, "-m", "oneflite.bench", "--overhead", "--quick"],
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert "oneflite.nn.functional.softmax" in result.stdout
+    assert "us/call" in result.stdout
