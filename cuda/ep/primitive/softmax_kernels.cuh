@@ -12,8 +12,8 @@
 //                 fits is cached, the rest is read twice, the second time usually from L2.
 //
 // Both block paths are one kernel (BlockSoftmaxKernel). Its first pass keeps a running
-// (max, sum) pair per thread (the online normalizer), so a block needs one reduction, not two,
-// and never reads x a third time. NOTES.md beside this file explains each choice.
+// (max, sum) pair per thread (the online normalizer), so max and sum come from one pass over
+// the row, and x is never read a third time. NOTES.md beside this file explains each choice.
 //
 // All global accesses are 16-byte packs (4 floats, 8 halves or bfloat16s, 2 doubles). A row need
 // not start on a 16-byte boundary (odd cols, or a view with a storage offset), so each row is
@@ -154,10 +154,18 @@ __device__ __forceinline__ ComputeType<T> PackMax(const Pack<T>& pack) {
 }
 
 // float and double use the accurate library exp (float: within 2 ulp). The 16-bit types use
-// the hardware exp2 (__expf: a multiply and MUFU.EX2, a few ulp for the arguments softmax
-// feeds it, x - max <= 0): its error is far below half and bfloat16 rounding, and those types
-// move the fewest bytes per element, so their kernels are the ones closest to being bound by
-// instruction issue rather than by memory.
+// the hardware exp2 on x * log2(e), a multiply and one MUFU.EX2: a few ulp of float for the
+// arguments softmax feeds it (x - max <= 0), far below half and bfloat16 rounding. Those types
+// move the fewest bytes per element, so their kernels are the ones bound by instruction issue
+// rather than memory, and exp is most of their arithmetic. The flush-to-zero form is used
+// because the plain one wraps MUFU.EX2 in three more instructions to produce results below
+// 2^-126, which half cannot hold at all and bfloat16 holds only as subnormals; they become 0.
+__device__ __forceinline__ float FastExp(float v) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v * 1.4426950408889634f));
+  return r;
+}
+
 template <typename T>
 __device__ __forceinline__ ComputeType<T> Exp(ComputeType<T> v) {
   if constexpr (std::is_same_v<T, double>) {
@@ -165,8 +173,19 @@ __device__ __forceinline__ ComputeType<T> Exp(ComputeType<T> v) {
   } else if constexpr (std::is_same_v<T, float>) {
     return expf(v);
   } else {
-    return __expf(v);
+    return FastExp(v);
   }
+}
+
+// 1 / v for a row's sum (at least 1, or NaN): the hardware's approximate reciprocal refined by
+// Newton steps, each of which doubles the correct bits, to within an ulp. Dividing instead
+// would pull in the division's out-of-line slow path, whose call costs registers.
+template <typename C>
+__device__ __forceinline__ C Reciprocal(C v) {
+  C r = __fdividef(1.0f, static_cast<float>(v));  // about 22 correct bits
+  r = fma(r, fma(-v, r, C(1)), r);
+  if constexpr (std::is_same_v<C, double>) { r = fma(r, fma(-v, r, C(1)), r); }
+  return r;
 }
 
 template <typename C>
@@ -195,6 +214,7 @@ template <typename T, typename Index>
 __device__ __forceinline__ Pack<T> LoadPack(const T* row, Index c0, Index cols) {
   constexpr int P = PackSize<T>::value;
   if (c0 >= 0 && c0 + P <= cols) { return *reinterpret_cast<const Pack<T>*>(row + c0); }
+  if (c0 >= cols || c0 + P <= 0) { return NegativeInfinityPack<T>(); }  // wholly outside
   Pack<T> pack;
 #pragma unroll
   for (int j = 0; j < P; ++j) {
@@ -205,19 +225,19 @@ __device__ __forceinline__ Pack<T> LoadPack(const T* row, Index c0, Index cols) 
 }
 
 // Stores the in-row columns of a window pack one element at a time, reading them back from
-// `scratch`, the calling thread's own 16-byte slot of shared memory. Picking elements out of a
-// pack in registers would need each element in a register of its own (or local memory), which
-// costs every kernel that merely might take this path; this one is taken only by the packs at
-// a row's ends, and by every pack when y's alignment differs from x's.
+// `scratch`, the calling thread's own 16-byte slot of shared memory. Stores picked straight
+// out of the pack's registers would need each element in a register of its own, which costs
+// registers (and so occupancy) in every kernel that merely might take this path, although only
+// the packs at a row's ends take it, and every pack when y's alignment differs from x's.
 template <typename T, typename Index>
 __device__ __forceinline__ void StoreElements(T* row, Index c0, Index cols, const Pack<T>& pack,
                                               Pack<T>* scratch) {
   *scratch = pack;
+  const int begin = c0 < 0 ? static_cast<int>(-c0) : 0;
+  constexpr int P = PackSize<T>::value;
+  const int end = cols - c0 < P ? static_cast<int>(cols - c0) : P;
 #pragma unroll 1
-  for (int j = 0; j < PackSize<T>::value; ++j) {
-    const Index c = c0 + j;
-    if (c >= 0 && c < cols) { row[c] = scratch->elem[j]; }
-  }
+  for (int j = begin; j < end; ++j) { row[c0 + j] = scratch->elem[j]; }
 }
 
 // The most window packs any row of a (rows, cols) launch can need. When x is 16-byte aligned
@@ -234,6 +254,11 @@ inline int64_t MaxWindowPacks(int64_t cols, bool x_aligned) {
 
 constexpr int kWarpSize = 32;
 constexpr int kWarpBlockSize = 128;
+// The minimum-blocks hint for the register allocator, 0 for none. Left alone, ptxas holds the
+// double kernels, whose library exp is long, to 64 registers and spills; "one block" lets it use
+// what the row needs. For the other types no hint gives the fewest registers.
+template <typename T>
+constexpr int kWarpMinBlocksPerSm = std::is_same_v<T, double> ? 1 : 0;
 
 // Butterfly all-reduce within aligned groups of kWidth lanes: every lane ends with the result.
 // All 32 lanes of the warp always take part (rows past the end just carry dummy values).
@@ -246,25 +271,29 @@ __device__ __forceinline__ C GroupAllReduce(C v, Op op) {
   return v;
 }
 
-// One rung of the warp ladder: kWidth lanes share a row, each holding kPacks packs of it, and
-// each group handles kRows rows at once (more independent loads in flight for short rows).
-template <int kWidth, int kPacks, int kRows>
+// One rung of the warp ladder: kWidth lanes share a row, each holding kPacks packs of it.
+template <int kWidth, int kPacks>
 struct WarpShape {
   static constexpr int width = kWidth;
   static constexpr int packs = kPacks;
-  static constexpr int rows = kRows;
 };
+
+// Rows a group handles at once: two while a lane's share of a row is at most 16 values, so that
+// short rows keep more independent loads in flight per lane without costing occupancy.
+template <typename T, int kPacks>
+constexpr int kWarpRows = kPacks * PackSize<T>::value <= 16 ? 2 : 1;
 
 // x, y: (rows, cols) row-major. A warp takes (32 / kWidth) * kRows consecutive rows per step;
 // the grid is persistent and strides over those row tiles. The row is cached in registers in
 // the compute type, so exp is computed once per element. cols <= 32 * kPacks * P, far below
 // 2^31, so in-row positions are int.
-template <typename T, Algorithm kAlgorithm, int kWidth, int kPacks, int kRows>
-__global__ void __launch_bounds__(kWarpBlockSize)
+template <typename T, Algorithm kAlgorithm, int kWidth, int kPacks>
+__global__ void __launch_bounds__(kWarpBlockSize, kWarpMinBlocksPerSm<T>)
     WarpSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int cols,
                       bool y_vector_ok) {
   using C = ComputeType<T>;
   constexpr int P = PackSize<T>::value;
+  constexpr int kRows = kWarpRows<T, kPacks>;
   constexpr int kGroups = kWarpSize / kWidth;
   constexpr int kTileRows = kGroups * kRows;
   constexpr int kWarpsPerBlock = kWarpBlockSize / kWarpSize;
@@ -325,8 +354,8 @@ __global__ void __launch_bounds__(kWarpBlockSize)
     for (int r = 0; r < kRows; ++r) {
       const int64_t row = tile + r * kGroups + group;
       T* y_row = y + row * cols;
-      // One division per row; the per-element work is a multiply (within 1 ulp of dividing).
-      const C scale = kAlgorithm == Algorithm::kSoftmax ? C(1) / row_sum[r] : Log(row_sum[r]);
+      // One reciprocal per row; the per-element work is a multiply (within 1 ulp of dividing).
+      const C scale = kAlgorithm == Algorithm::kSoftmax ? Reciprocal(row_sum[r]) : Log(row_sum[r]);
 #pragma unroll
       for (int n = 0; n < kPacks; ++n) {
         C out[P];
@@ -337,6 +366,7 @@ __global__ void __launch_bounds__(kWarpBlockSize)
         }
         const Pack<T> pack = MakePack<T>(out);
         const int c0 = (n * kWidth + lane_in_group) * P - head[r];
+        if (c0 >= row_cols[r] || c0 + P <= 0) { continue; }  // padding past the row
         if (y_vector_ok && c0 >= 0 && c0 + P <= row_cols[r]) {
           *reinterpret_cast<Pack<T>*>(y_row + c0) = pack;
         } else {
@@ -364,15 +394,22 @@ __device__ __forceinline__ C SafeShift(C max) {
   return max == -static_cast<C>(CUDART_INF) ? C(0) : max;
 }
 
-template <typename T>
-struct MergeMaxSum {
-  using C = ComputeType<T>;
-  __device__ __forceinline__ MaxSum<C> operator()(const MaxSum<C>& a, const MaxSum<C>& b) const {
-    const C max = Max(a.max, b.max);
-    const C shift = SafeShift(max);
-    return {max, a.sum * Exp<T>(a.max - shift) + b.sum * Exp<T>(b.max - shift)};
-  }
+template <typename C>
+struct MaxOp {
+  __device__ __forceinline__ C operator()(C a, C b) const { return Max(a, b); }
 };
+
+// Hands thread 0's result of a CUB block reduction to every thread. The first barrier publishes
+// it; the second keeps `slot` and the reduction's storage from being reused (by the next
+// reduction) before every thread has read.
+template <typename C>
+__device__ __forceinline__ C BlockAllReduce(C thread0_result, C* slot) {
+  if (threadIdx.x == 0) { *slot = thread0_result; }
+  __syncthreads();
+  const C result = *slot;
+  __syncthreads();
+  return result;
+}
 
 // Folds packs [0, count) of `packs` into a thread's (max, sum): one rescale for the batch, then
 // one exp per element.
@@ -412,12 +449,15 @@ __device__ __forceinline__ Pack<T> OutputPack(const Pack<T>& in, ComputeType<T> 
   return MakePack<T>(out);
 }
 
-// Packs a thread takes per step of the passes below. double's exp needs more temporaries, so it
-// takes two at a time to stay within the registers below.
+// Packs a thread takes per step of the passes below, sharing one rescale of the running sum:
+// 16 elements for float and the 16-bit types, 4 for double, whose exp needs more temporaries.
+// The cached part of a row is in flight by cp.async, so this does not bound the loads in flight.
 template <typename T>
-constexpr int kBlockUnroll = std::is_same_v<T, double> ? 2 : 4;
-// At most 64 registers a thread, so that a block of 1024 threads fits on an SM.
-constexpr int kBlockMinThreadsPerSm = 1024;
+constexpr int kBlockUnroll = std::is_same_v<T, float> ? 4 : 2;
+// The largest block: 1024 threads, at most 64 registers each. double's exp needs more registers
+// than that, so double stops at 512 threads with up to 128.
+template <typename T>
+constexpr int kMaxBlockSize = std::is_same_v<T, double> ? 512 : 1024;
 
 // How many of the window packs t, t + kBlock, t + 2 * kBlock, ... below `window` thread t owns.
 template <int kBlock, typename Index>
@@ -438,79 +478,89 @@ __device__ __forceinline__ int PacksOwned(Index window, int tid) {
 // Counters of packs are int: a row that fits in memory has fewer than 2^31 * kBlock packs.
 // Positions in the row are int64.
 template <typename T, Algorithm kAlgorithm, int kBlock>
-__global__ void __launch_bounds__(kBlock, kBlockMinThreadsPerSm / kBlock)
+__global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
     BlockSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int64_t cols,
                        int cached_packs, int stages, bool y_vector_ok) {
   using C = ComputeType<T>;
   constexpr int P = PackSize<T>::value;
   constexpr int U = kBlockUnroll<T>;
-  using BlockReduce = cub::BlockReduce<MaxSum<C>, kBlock>;
+  using BlockReduce = cub::BlockReduce<C, kBlock>;
   __shared__ typename BlockReduce::TempStorage reduce_storage;
-  // The row's (max, sum), double-buffered: thread 0 writes row r + 1's after the barrier that
-  // follows every thread's read of row r's.
-  __shared__ MaxSum<C> row_stats[2];
+  __shared__ C row_value;
   extern __shared__ uint4 shared_cache[];
   const int tid = threadIdx.x;
   Pack<T>* const slots = reinterpret_cast<Pack<T>*>(shared_cache) + tid;
   const int cached = PacksOwned<kBlock>(cached_packs, tid);
-  const auto x_begin = reinterpret_cast<uintptr_t>(x);
-  const auto x_end = reinterpret_cast<uintptr_t>(x + rows * cols);
+  const T* x_end = x + rows * cols;
 
   // Starts copying this thread's cached packs of `row` into `stage`. A pack that straddles a
-  // row boundary is copied whole (the neighbour's elements are masked later); only the tensor's
-  // own first and last 16 bytes need care, as they may lie partly outside it.
+  // row boundary is copied whole (the neighbour's elements are masked later). Only the tensor's
+  // own first and last packs may reach outside it: those two are loaded element by element.
   auto prefetch = [&](int64_t row, int stage) {
     const T* x_row = x + row * cols;
     const int head = HeadOffset(x_row);
     const int n = min(PacksOwned<kBlock>((head + cols + P - 1) / P, tid), cached);
     const Pack<T>* src = reinterpret_cast<const Pack<T>*>(x_row - head) + tid;
     Pack<T>* dst = slots + stage * cached_packs;
+    const bool at_tensor_end =
+        (row == 0 && head > 0) || (row == rows - 1 && (head + cols) % P != 0);
+    if (!at_tensor_end) {
 #pragma unroll 4
-    for (int i = 0; i < n; ++i) {
-      const auto begin = reinterpret_cast<uintptr_t>(src + static_cast<int64_t>(i) * kBlock);
-      if (begin < x_begin) {
-        dst[i * kBlock] = LoadPack(x_row, static_cast<int64_t>(-head), cols);  // x's first pack
-      } else {
-        const size_t past_end = begin + kPackBytes > x_end ? begin + kPackBytes - x_end : 0;
+      for (int i = 0; i < n; ++i) {
         __pipeline_memcpy_async(dst + i * kBlock, src + static_cast<int64_t>(i) * kBlock,
-                                kPackBytes, past_end);
+                                kPackBytes);
+      }
+    } else {
+#pragma unroll 1
+      for (int i = 0; i < n; ++i) {
+        const Pack<T>* from = src + static_cast<int64_t>(i) * kBlock;
+        if (from->elem < x || from->elem + P > x_end) {
+          const int64_t c0 = (tid + static_cast<int64_t>(i) * kBlock) * P - head;
+          dst[i * kBlock] = LoadPack(x_row, c0, cols);
+        } else {
+          __pipeline_memcpy_async(dst + i * kBlock, from, kPackBytes);
+        }
       }
     }
     __pipeline_commit();
   };
 
+  // With two stages, row r + gridDim.x is copied while row r is worked on; with one, each row
+  // is copied just before it is worked on (the block's other rows in flight are other blocks').
   int stage = 0;
-  if (blockIdx.x < rows) { prefetch(blockIdx.x, 0); }
-  int parity = 0;
+  if (stages == 2 && blockIdx.x < rows) { prefetch(blockIdx.x, 0); }
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const int64_t next = row + gridDim.x;
-    if (stages == 2 && next < rows) {
-      prefetch(next, stage ^ 1);
+    const int64_t fetch = stages == 2 ? row + gridDim.x : row;
+    if (fetch < rows) { prefetch(fetch, stage ^ (stages - 1)); }
+    if (stages == 2 && fetch < rows) {
       __pipeline_wait_prior(1);
     } else {
       __pipeline_wait_prior(0);
     }
     Pack<T>* const buffer = slots + stage * cached_packs;
+    stage ^= stages - 1;
 
     const T* x_row = x + row * cols;
     T* y_row = y + row * cols;
     const int head = HeadOffset(x_row);
     const int owned = PacksOwned<kBlock>((head + cols + P - 1) / P, tid);
     const int n_cached = min(owned, cached);
-    const auto* x_packs = reinterpret_cast<const Pack<T>*>(x_row - head) + tid;
-    auto* y_packs = reinterpret_cast<Pack<T>*>(y_row - head) + tid;  // aligned if y_vector_ok
     // The window's first pack sticks out of the row when head > 0, its last when the row does
     // not end on a pack boundary (they may be one pack). This thread's index i of each, or -1.
-    const int64_t last = (head + cols - 1) / P;
     const int head_edge = head > 0 && tid == 0 ? 0 : -1;
-    const int tail_edge = (head + cols) % P != 0 && last % kBlock == tid
-                              ? static_cast<int>(last / kBlock)
-                              : -1;
+    int tail_edge = -1;
+    if ((head + cols) % P != 0) {
+      const int64_t last = (head + cols - 1) / P;
+      if (last % kBlock == tid && last / kBlock != head_edge) { tail_edge = last / kBlock; }
+    }
     auto is_edge = [&](int i) { return i == head_edge || i == tail_edge; };
     auto column = [&](int i) { return (tid + static_cast<int64_t>(i) * kBlock) * P - head; };
+    auto x_pack = [&](int i) {
+      return reinterpret_cast<const Pack<T>*>(x_row - head)[tid + static_cast<int64_t>(i) * kBlock];
+    };
 
-    // Cached edge packs hold a neighbouring row's elements (or zero fill) outside the row: make
-    // them -inf, so that the passes treat every cached pack alike.
+    // Cached edge packs hold a neighbouring row's elements outside the row: make them -inf, so
+    // that the passes treat every cached pack alike.
 #pragma unroll 1
     for (int e = 0; e < 2; ++e) {
       const int i = e == 0 ? head_edge : tail_edge;
@@ -522,86 +572,72 @@ __global__ void __launch_bounds__(kBlock, kBlockMinThreadsPerSm / kBlock)
       }
     }
 
-    // Pass 1: this thread's (max, sum) over its packs.
+    // Pass 1: this thread's (max, sum) over its packs; uncached edge packs last, alone.
     MaxSum<C> stats{-static_cast<C>(CUDART_INF), C(0)};
-    for (int i0 = 0; i0 < n_cached; i0 += U) {
-      Pack<T> packs[U];
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        packs[u] = i0 + u < n_cached ? buffer[(i0 + u) * kBlock] : NegativeInfinityPack<T>();
-      }
-      FoldPacks<T, U>(stats, packs, n_cached - i0);
-    }
-    for (int i0 = n_cached; i0 < owned; i0 += U) {
+    for (int i0 = 0; i0 < owned; i0 += U) {
       Pack<T> packs[U];
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const int i = i0 + u;
-        packs[u] = i < owned && !is_edge(i) ? x_packs[static_cast<int64_t>(i) * kBlock]
-                                            : NegativeInfinityPack<T>();
+        if (i < n_cached) {
+          packs[u] = buffer[i * kBlock];
+        } else {
+          packs[u] = i < owned && !is_edge(i) ? x_pack(i) : NegativeInfinityPack<T>();
+        }
       }
       FoldPacks<T, U>(stats, packs, owned - i0);
     }
 #pragma unroll 1
     for (int e = 0; e < 2; ++e) {
       const int i = e == 0 ? head_edge : tail_edge;
-      if (i < n_cached || (e == 1 && i == head_edge)) { continue; }
+      if (i < n_cached) { continue; }
       const Pack<T> pack = LoadPack(x_row, column(i), cols);
       FoldPacks<T, 1>(stats, &pack, 1);
     }
 
-    const MaxSum<C> block_stats = BlockReduce(reduce_storage).Reduce(stats, MergeMaxSum<T>());
-    if (tid == 0) { row_stats[parity] = block_stats; }
-    __syncthreads();  // also lets reduce_storage be reused for the next row
-    const MaxSum<C> total = row_stats[parity];
-    parity ^= 1;
-    const C scale = kAlgorithm == Algorithm::kSoftmax ? C(1) / total.sum : Log(total.sum);
+    // The row's max, then its sum: each thread rescales its own sum to the row's max first, so
+    // both reductions use a plain operator. (Reducing the (max, sum) pairs in one go would merge
+    // with two exps a step, and CUB's last step is serial in thread 0, one merge per warp.)
+    const C row_max = BlockAllReduce(BlockReduce(reduce_storage).Reduce(stats.max, MaxOp<C>()),
+                                     &row_value);
+    const C shifted_sum = stats.sum * Exp<T>(stats.max - SafeShift(row_max));
+    const C row_sum = BlockAllReduce(BlockReduce(reduce_storage).Sum(shifted_sum), &row_value);
+    const C scale = kAlgorithm == Algorithm::kSoftmax ? Reciprocal(row_sum) : Log(row_sum);
 
-    // Pass 2: recompute each element and write y. A pack stored element by element goes
-    // through the thread's own slot: the pack's slot once it has been read, or slot 0 (read
-    // first, and always present when a row has an uncached part) for the uncached packs.
-    auto store = [&](int i, const Pack<T>& out, Pack<T>* scratch) {
-      if (y_vector_ok && !is_edge(i)) {
-        y_packs[static_cast<int64_t>(i) * kBlock] = out;
-      } else {
-        StoreElements(y_row, column(i), cols, out, scratch);
-      }
-    };
-    for (int i0 = 0; i0 < n_cached; i0 += U) {
+    // Pass 2: recompute each element and write y; uncached edge packs last, alone. A pack
+    // stored element by element goes through this thread's slot of the pack once it has been
+    // read, or through slot 0 (read in the first step, and present whenever a row has an
+    // uncached part: the planner caches at least one pack per thread) for uncached packs.
+    for (int i0 = 0; i0 < owned; i0 += U) {
       Pack<T> packs[U];
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        if (i0 + u < n_cached) { packs[u] = buffer[(i0 + u) * kBlock]; }
-      }
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const int i = i0 + u;
         if (i < n_cached) {
-          store(i, OutputPack<T, kAlgorithm>(packs[u], total.max, scale), &buffer[i * kBlock]);
-        }
-      }
-    }
-    for (int i0 = n_cached; i0 < owned; i0 += U) {
-      Pack<T> packs[U];
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const int i = i0 + u;
-        if (i < owned) {
-          packs[u] = is_edge(i) ? LoadPack(x_row, column(i), cols)
-                                : x_packs[static_cast<int64_t>(i) * kBlock];
+          packs[u] = buffer[i * kBlock];
+        } else if (i < owned && !is_edge(i)) {
+          packs[u] = x_pack(i);
         }
       }
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const int i = i0 + u;
-        if (i < owned) { store(i, OutputPack<T, kAlgorithm>(packs[u], total.max, scale), buffer); }
+        if (i >= owned || (i >= n_cached && is_edge(i))) { continue; }
+        const Pack<T> out = OutputPack<T, kAlgorithm>(packs[u], row_max, scale);
+        if (y_vector_ok && !is_edge(i)) {
+          reinterpret_cast<Pack<T>*>(y_row - head)[tid + static_cast<int64_t>(i) * kBlock] = out;
+        } else {
+          StoreElements(y_row, column(i), cols, out, &buffer[i < n_cached ? i * kBlock : 0]);
+        }
       }
     }
-
-    if (stages == 2) {
-      stage ^= 1;
-    } else if (next < rows) {
-      prefetch(next, 0);  // this thread has read all of its slots
+#pragma unroll 1
+    for (int e = 0; e < 2; ++e) {
+      const int i = e == 0 ? head_edge : tail_edge;
+      if (i < n_cached) { continue; }
+      const Pack<T> in = LoadPack(x_row, column(i), cols);
+      StoreElements(y_row, column(i), cols, OutputPack<T, kAlgorithm>(in, row_max, scale),
+                    buffer);
     }
   }
 }
@@ -657,7 +693,7 @@ inline bool SameAlignment(const void* x, const void* y) {
 template <typename T, Algorithm kAlgorithm, typename Shape>
 void LaunchWarp(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols, const void* x,
                 void* y) {
-  WarpSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::packs, Shape::rows>
+  WarpSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::packs>
       <<<plan.grid, kWarpBlockSize, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
                                                  rows, static_cast<int>(cols),
                                                  SameAlignment(x, y));
@@ -674,28 +710,29 @@ void LaunchBlock(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t co
 }
 
 // The warp ladder, shortest rows first. Rungs below 32 lanes hold one pack per lane; with 32
-// lanes the packs per lane grow in steps that keep the padding small. Short rows take two rows
-// per group, so each lane has at least two loads in flight. A dtype uses the rungs that keep
-// its row within 64 registers a lane (float: 2048 cols, half: 2048, double: 1024).
+// lanes the packs per lane grow in steps that keep the padding small. A dtype uses the rungs
+// that keep its row within 64 registers a lane (float and the 16-bit types: 2048 cols), or 16
+// for double (256 cols), whose exp needs many registers of its own.
 template <typename Fn>
 void ForEachWarpShape(Fn&& fn) {
-  fn(WarpShape<1, 1, 2>{});
-  fn(WarpShape<2, 1, 2>{});
-  fn(WarpShape<4, 1, 2>{});
-  fn(WarpShape<8, 1, 2>{});
-  fn(WarpShape<16, 1, 2>{});
-  fn(WarpShape<32, 1, 2>{});
-  fn(WarpShape<32, 2, 2>{});
-  fn(WarpShape<32, 3, 1>{});
-  fn(WarpShape<32, 4, 1>{});
-  fn(WarpShape<32, 6, 1>{});
-  fn(WarpShape<32, 8, 1>{});
-  fn(WarpShape<32, 12, 1>{});
-  fn(WarpShape<32, 16, 1>{});
+  fn(WarpShape<1, 1>{});
+  fn(WarpShape<2, 1>{});
+  fn(WarpShape<4, 1>{});
+  fn(WarpShape<8, 1>{});
+  fn(WarpShape<16, 1>{});
+  fn(WarpShape<32, 1>{});
+  fn(WarpShape<32, 2>{});
+  fn(WarpShape<32, 3>{});
+  fn(WarpShape<32, 4>{});
+  fn(WarpShape<32, 6>{});
+  fn(WarpShape<32, 8>{});
+  fn(WarpShape<32, 12>{});
+  fn(WarpShape<32, 16>{});
 }
 
 template <typename T, typename Shape>
-constexpr bool kWarpShapeFits = Shape::packs * PackSize<T>::value * sizeof(ComputeType<T>) <= 256;
+constexpr bool kWarpShapeFits = Shape::packs * PackSize<T>::value * sizeof(ComputeType<T>) <=
+                                (std::is_same_v<T, double> ? 64 : 256);
 
 template <typename T>
 int64_t MaxWarpWindowPacks() {
@@ -707,6 +744,15 @@ int64_t MaxWarpWindowPacks() {
     }
   });
   return most;
+}
+
+// Calls fn(std::integral_constant<int, B>{}) for the block sizes of the block paths.
+template <typename T, typename Fn>
+void ForEachBlockSize(Fn&& fn) {
+  fn(std::integral_constant<int, 128>{});
+  fn(std::integral_constant<int, 256>{});
+  fn(std::integral_constant<int, 512>{});
+  if constexpr (kMaxBlockSize<T> >= 1024) { fn(std::integral_constant<int, 1024>{}); }
 }
 
 // A persistent grid: as many blocks as fit on the device at once, or fewer if the rows run out.
@@ -734,13 +780,13 @@ Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_
         plan.path = Path::kWarp;
         plan.width = Shape::width;
         plan.cols_per_thread = Shape::packs * P;
-        plan.rows_per_access = Shape::rows;
+        plan.rows_per_access = kWarpRows<T, Shape::packs>;
         plan.block = kWarpBlockSize;
         plan.launch = &LaunchWarp<T, kAlgorithm, Shape>;
         const auto* kernel = reinterpret_cast<const void*>(
-            &WarpSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::packs, Shape::rows>);
-        const int64_t rows_per_block =
-            (kWarpBlockSize / kWarpSize) * (kWarpSize / Shape::width) * Shape::rows;
+            &WarpSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::packs>);
+        const int64_t rows_per_block = (kWarpBlockSize / kWarpSize) * (kWarpSize / Shape::width) *
+                                       kWarpRows<T, Shape::packs>;
         plan.grid = PersistentGrid((rows + rows_per_block - 1) / rows_per_block, info,
                                    MaxActiveBlocksPerSm(kernel, info, kWarpBlockSize, 0));
       }
@@ -771,26 +817,26 @@ Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_
         plan.launch = &LaunchBlock<T, kAlgorithm, kBlock>;
       }
     };
-    consider(std::integral_constant<int, 128>{});
-    consider(std::integral_constant<int, 256>{});
-    consider(std::integral_constant<int, 512>{});
-    consider(std::integral_constant<int, 1024>{});
+    ForEachBlockSize<T>(consider);
     if (best_active > 0) {
       plan.grid = PersistentGrid(rows, info, best_active);
       return plan;
     }
   }
 
-  // The row is longer than shared memory: one block of 1024 threads per SM caches as much of it
-  // as fits, and re-reads only the rest. Keeping to one row per SM keeps that re-read close
-  // behind the first read, so it usually hits L2.
-  constexpr int kBlock = 1024;
+  // The row is longer than shared memory: one block of the largest size per SM caches as much
+  // of it as fits, and re-reads only the rest. Keeping to one row per SM keeps that re-read
+  // close behind the first read, so it usually hits L2.
+  constexpr int kBlock = kMaxBlockSize<T>;
   const auto* kernel = reinterpret_cast<const void*>(&BlockSoftmaxKernel<T, kAlgorithm, kBlock>);
   plan.path = Path::kBlockOnline;
   plan.block = kBlock;
   plan.stages = 1;
   plan.cached_packs = static_cast<int>(MaxDynamicSmem(kernel, info) / kPackBytes);
   plan.smem = static_cast<size_t>(plan.cached_packs) * kPackBytes;
+  // Pass 2 stages element-wise stores of uncached packs in each thread's first slot.
+  ONEFLITE_CHECK(plan.cached_packs >= kBlock, RuntimeError, "softmax: ", plan.smem,
+                 " bytes of shared memory per block are too few for the block_online path");
   plan.launch = &LaunchBlock<T, kAlgorithm, kBlock>;
   plan.grid = PersistentGrid(rows, info, MaxActiveBlocksPerSm(kernel, info, kBlock, plan.smem));
   return plan;
