@@ -34,7 +34,7 @@ fi
 echo "built in $(( $(date +%s) - start )) s"
 
 echo "== python -m oneflite"
-(cd /tmp && python3 -m oneflite) | tee "$out/main.txt" | head -12
+(cd /tmp && python3 -m oneflite) >"$out/main.txt" 2>&1; head -12 "$out/main.txt"
 
 echo "== pytest"
 (cd /tmp && python3 -m pytest -q -rs -p no:cacheprovider "$repo/tests" "$@") >"$out/pytest.txt" 2>&1
