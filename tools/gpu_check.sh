@@ -10,11 +10,13 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 out="${OUT:-/tmp/oneflite-gpu-check}"
 mkdir -p "$out"
 export PATH="/usr/local/cuda/bin:$PATH"
-# Some CUDA images put a g++ first on PATH that links libstdc++ statically into every shared
-# library; with several such copies in one process (oneflite's and another extension's), a C++
-# exception can crash it. The distribution's g++ links libstdc++ dynamically: prefer it.
-if [ -x /usr/bin/g++ ]; then
-  export CXX="${CXX:-/usr/bin/g++}" CUDAHOSTCXX="${CUDAHOSTCXX:-/usr/bin/g++}"
+# Some CUDA images preset CXX to a g++ that links libstdc++ statically into every shared
+# library. oneflite is three shared libraries that throw C++ exceptions across each other, and
+# with a private libstdc++ in each the first exception crashes the process. The distribution's
+# g++ links libstdc++ dynamically: use it (ONEFLITE_CXX overrides).
+if [ -n "${ONEFLITE_CXX:-}" ] || [ -x /usr/bin/g++ ]; then
+  export CXX="${ONEFLITE_CXX:-/usr/bin/g++}"
+  export CUDAHOSTCXX="$CXX"
 fi
 
 echo "== device"
@@ -23,7 +25,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 echo "== build (CUDA architectures ${ONEFLITE_CUDA_ARCH:-90})"
 start=$(date +%s)
 if ! python3 -m pip install --no-build-isolation --no-deps -q \
-    -Cbuild-dir="$repo/build/gpu" \
+    -Cbuild-dir="$repo/build/gpu-$(basename "$CXX")" \
     -Ccmake.define.ONEFLITE_CUDA=ON \
     -Ccmake.define.CMAKE_CUDA_ARCHITECTURES="${ONEFLITE_CUDA_ARCH:-90}" \
     "$repo" >"$out/build.txt" 2>&1; then
