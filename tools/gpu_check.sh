@@ -25,7 +25,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 echo "== build (CUDA architectures ${ONEFLITE_CUDA_ARCH:-90})"
 start=$(date +%s)
 if ! python3 -m pip install --no-build-isolation --no-deps -q \
-    -Cbuild-dir="$repo/build/gpu-$(basename "$CXX")" \
+    -Cbuild-dir="$repo/build/gpu-$(basename "${CXX:-cxx}")" \
     -Ccmake.define.ONEFLITE_CUDA=ON \
     -Ccmake.define.CMAKE_CUDA_ARCHITECTURES="${ONEFLITE_CUDA_ARCH:-90}" \
     "$repo" >"$out/build.txt" 2>&1; then
