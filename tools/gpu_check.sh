@@ -42,7 +42,7 @@ echo "== pytest"
 (cd /tmp && python3 -m pytest -q -rs -p no:cacheprovider "$repo/tests" "$@") >"$out/pytest.txt" 2>&1
 status=$?
 grep -E "^(FAILED|ERROR)" "$out/pytest.txt" | head -40
-skipped_cuda=$(grep -E "^SKIPPED" "$out/pytest.txt" | grep -ci "cuda")
+skipped_cuda=$(grep -E "^SKIPPED" "$out/pytest.txt" | grep -ci "no CUDA")
 echo "== summary"
 echo "device: $(head -1 "$out/gpu.txt")"
 echo "pytest: $(tail -1 "$out/pytest.txt")"
