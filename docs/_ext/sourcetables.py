@@ -1,0 +1,115 @@
+"""Tables read from the source at build time, so that they cannot drift from it.
+
+``{warp-ladder}`` tabulates the rungs of the CUDA warp path (``ForEachWarpShape`` in
+cuda/ep/primitive/softmax_kernels.cuh) and, per dtype, the longest row each rung takes and how
+many rows a thread group handles at once. It fails the build when it no longer finds the
+ladder, the register rule (``kWarpShapeFits``) or the rows rule (``kWarpRows``) it reads.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from docutils import nodes
+from sphinx.util.docutils import SphinxDirective
+
+KERNELS = Path(__file__).resolve().parents[2] / "cuda" / "ep" / "primitive" / "softmax_kernels.cuh"
+PACK_BYTES = re.compile(r"constexpr int kPackBytes = (\d+);")
+LADDER = re.compile(r"void ForEachWarpShape\(Fn&& fn\) \{(?P<body>.*?)\n\}", re.S)
+# A rung: WarpShape<lanes, packs> (rows per group from kWarpRows), or WarpShape<lanes, packs, rows>.
+RUNG = re.compile(r"fn\(WarpShape<(\d+),\s*(\d+)(?:,\s*(\d+))?>\{\}\);")
+# Rows per group: `kPacks * PackSize<T>::value <= N ? A : B` (a lane's share of the row).
+ROWS = re.compile(r"kWarpRows\s*=\s*kPacks\s*\*\s*PackSize<T>::value\s*<=\s*(\d+)\s*\?\s*"
+                  r"(\d+)\s*:\s*(\d+);")
+# The register budget of a lane's row, in bytes: a number, or one number for double and
+# another for the rest.
+FITS = re.compile(r"kWarpShapeFits\s*=\s*Shape::packs\s*\*\s*PackSize<T>::value\s*\*\s*"
+                  r"sizeof\(ComputeType<T>\)\s*<=\s*(?P<budget>[^;]+);")
+BUDGET = re.compile(r"^\(?\s*(?:std::is_same_v<T,\s*double>\s*\?\s*(?P<double>\d+)\s*:\s*)?"
+                    r"(?P<other>\d+)\s*\)?$")
+# (name, bytes per element, bytes per element of its compute type)
+DTYPES = [("float32", 4, 4), ("float16 / bfloat16", 2, 4), ("float64", 8, 8)]
+
+
+def read_ladder(text: str) -> tuple[int, list[tuple[int, int, Any]], dict[str, int]]:
+    """(pack bytes, [(lanes, packs, rows per group)], {dtype name: register budget in bytes}).
+
+    rows per group is a number, or a function of the values a lane holds.
+    """
+    pack, ladder, fits = PACK_BYTES.search(text), LADDER.search(text), FITS.search(text)
+    budget = BUDGET.match(" ".join(fits.group("budget").split())) if fits else None
+    if not (pack and ladder and budget):
+        missing = [n for n, m in (("kPackBytes", pack), ("ForEachWarpShape", ladder),
+                                  ("kWarpShapeFits", budget)) if not m]
+        raise ValueError(f"{KERNELS.name}: can't read {', '.join(missing)}")
+    rows_rule = ROWS.search(text)
+    rungs: list[tuple[int, int, Any]] = []
+    for m in RUNG.finditer(ladder.group("body")):
+        lanes, packs = int(m.group(1)), int(m.group(2))
+        if m.group(3) is not None:
+            rungs.append((lanes, packs, int(m.group(3))))
+        elif rows_rule is not None:
+            limit, few, many = (int(v) for v in rows_rule.groups())
+            rungs.append((lanes, packs, lambda values, most=limit, a=few, b=many:
+                          a if values <= most else b))
+        else:
+            raise ValueError(f"{KERNELS.name}: can't read kWarpRows")
+    if not rungs:
+        raise ValueError(f"{KERNELS.name}: ForEachWarpShape lists no WarpShape")
+    other = int(budget.group("other"))
+    budgets = {name: int(budget.group("double") or other) if name == "float64" else other
+               for name, _, _ in DTYPES}
+    return int(pack.group(1)), rungs, budgets
+
+
+def _row(cells: list[str], header: bool = False) -> nodes.row:
+    row = nodes.row()
+    for cell in cells:
+        entry = nodes.entry()
+        entry += nodes.paragraph(text=cell)
+        row += entry
+    return row
+
+
+class WarpLadder(SphinxDirective):
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        self.env.note_dependency(str(KERNELS))
+        try:
+            pack_bytes, rungs, budgets = read_ladder(KERNELS.read_text())
+        except (OSError, ValueError) as error:
+            raise self.error(f"warp-ladder: {error}") from None
+        header = ["lanes per row", "packs per lane",
+                  *(f"{name}: longest row (rows per group)" for name, _, _ in DTYPES)]
+        body = []
+        for lanes, packs, rows in rungs:
+            cells = [str(lanes), str(packs)]
+            for name, size, compute in DTYPES:
+                per_pack = pack_bytes // size
+                if packs * per_pack * compute > budgets[name]:
+                    cells.append("\u2013")
+                    continue
+                group_rows = rows(packs * per_pack) if callable(rows) else rows
+                cells.append(f"{lanes * packs * per_pack} ({group_rows})")
+            body.append(cells)
+        table = nodes.table(classes=["warp-ladder"])
+        group = nodes.tgroup(cols=len(header))
+        table += group
+        for _ in header:
+            group += nodes.colspec(colwidth=1)
+        head = nodes.thead()
+        head += _row(header, header=True)
+        group += head
+        tbody = nodes.tbody()
+        for cells in body:
+            tbody += _row(cells)
+        group += tbody
+        return [table]
+
+
+def setup(app: Any) -> dict[str, Any]:
+    app.add_directive("warp-ladder", WarpLadder)
+    return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,129 @@
+"""The documentation's examples run, its diagrams are current, and it builds without warnings.
+
+Every ``python`` and ``{runpython}`` fence of every page in docs/ runs here, page by page, in a
+fresh interpreter with one namespace per page: the same runner the Sphinx build uses to insert
+their output (docs/_ext/docexec.py), so a broken example fails this test without the docs
+extra installed. The HTML build itself (``sphinx-build -W``) runs when Sphinx, MyST and furo are
+importable, and is skipped otherwise.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+DOCS = REPO / "docs"
+
+
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+docexec = _load("oneflite_docs_docexec", DOCS / "_ext" / "docexec.py")
+
+PAGES = sorted(p for p in DOCS.rglob("*.md")
+               if not ({"_build", "_static", "_tools", "_ext"} & set(p.relative_to(DOCS).parts)))
+PAGES_WITH_CODE = [p for p in PAGES if docexec.parse(p.read_text(encoding="utf-8")).blocks]
+
+
+def _id(page: Path) -> str:
+    return str(page.relative_to(DOCS))
+
+
+@pytest.fixture(scope="session")
+def custom_primitive(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """examples/custom_primitive, built once against the installed oneflite."""
+    target = tmp_path_factory.mktemp("docs-custom-primitive")
+    docexec.build_custom_primitive(target)
+    return target
+
+
+def test_pages_have_examples() -> None:
+    assert len(PAGES_WITH_CODE) >= 10, [_id(p) for p in PAGES_WITH_CODE]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_id)
+def test_no_python_escapes_execution(page: Path) -> None:
+    parsed = docexec.parse(page.read_text(encoding="utf-8"), page)
+    assert parsed.unrun == [], (
+        f"{_id(page)}: Python fences at lines {parsed.unrun} would never run; use a `python` "
+        "or `{runpython}` fence")
+
+
+@pytest.mark.parametrize("page", PAGES_WITH_CODE, ids=_id)
+def test_page_examples_run(page: Path, request: pytest.FixtureRequest,
+                           monkeypatch: pytest.MonkeyPatch) -> None:
+    parsed = docexec.parse(page.read_text(encoding="utf-8"), page)
+    if "custom_primitive" in parsed.needs:
+        built = request.getfixturevalue("custom_primitive")
+        monkeypatch.setenv(docexec.CUSTOM_PRIMITIVE_ENV, str(built))
+    results = docexec.run(parsed)
+    failure = docexec.first_error(parsed, results)
+    assert failure is None, f"{_id(page)}, line {failure[0]}:\n{failure[1]}"
+
+
+def test_runpython_output_is_inserted_after_its_code() -> None:
+    text = "# T\n\n```{runpython}\nprint(6 * 7)\n```\n\n```python\nx = 1\n```\n"
+    page = docexec.parse(text)
+    assert [b.shows_output for b in page.blocks] == [True, False]
+    rendered = docexec.render(text, page, docexec.run(page))
+    assert "```{code-block} python\n:class: docexec-source\n\nprint(6 * 7)\n```" in rendered
+    assert "```{code-block} text\n:class: docexec-output\n\n42\n```" in rendered
+    assert rendered.endswith("```python\nx = 1\n```\n")
+
+
+def test_a_failing_example_is_reported_with_its_page_line(tmp_path: Path) -> None:
+    page_file = tmp_path / "broken.md"
+    page_file.write_text("# Broken\n\n```python\nx = 1\n```\n\n```python\n\nraise "
+                         "ValueError('nope')\n```\n")
+    page = docexec.parse(page_file.read_text(), page_file)
+    failure = docexec.first_error(page, docexec.run(page))
+    assert failure is not None
+    line, trace = failure
+    assert line == 8
+    assert "ValueError: nope" in trace and "line 9" in trace
+
+
+def test_python_inside_containers_is_found_and_other_fences_are_not() -> None:
+    text = ("````{note}\n```python\na = 1\n```\n````\n\n```text\n```python\nnot code\n```\n\n"
+            "```bash\necho hi\n```\n\n```pycon\n>>> 1\n```\n")
+    page = docexec.parse(text)
+    assert [b.code for b in page.blocks] == ["a = 1"]
+    assert page.unrun == [16]
+
+
+def test_diagrams_match_their_source(tmp_path: Path) -> None:
+    drawn = subprocess.run([sys.executable, str(DOCS / "_tools" / "diagrams.py"), "--out",
+                            str(tmp_path)], capture_output=True, text=True, check=False)
+    assert drawn.returncode == 0, drawn.stderr
+    committed = DOCS / "_static" / "diagrams"
+    names = sorted(p.name for p in tmp_path.glob("*.svg"))
+    assert names == sorted(p.name for p in committed.glob("*.svg"))
+    stale = [n for n in names if not filecmp.cmp(tmp_path / n, committed / n, shallow=False)]
+    assert stale == [], f"run `python docs/_tools/diagrams.py` to redraw {stale}"
+
+
+def test_html_build_is_warning_free(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    for module in ("sphinx", "myst_parser", "furo", "latex2mathml"):
+        pytest.importorskip(module)
+    environment = {**os.environ,
+                   docexec.CUSTOM_PRIMITIVE_ENV: str(request.getfixturevalue("custom_primitive"))}
+    build = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-E", "-q", "-b", "html",
+         "-d", str(tmp_path / "doctrees"), str(DOCS), str(tmp_path / "html")],
+        capture_output=True, text=True, check=False, env=environment, timeout=900,
+        cwd=tmp_path,  # not the repository root, whose oneflite/ is the uninstalled source
+    )
+    assert build.returncode == 0, build.stdout + build.stderr
+    assert (tmp_path / "html" / "callchain" / "index.html").exists()
