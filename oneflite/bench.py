@@ -7,7 +7,8 @@ same run.
 
 Providers:
   * ``oneflite``: the highest-priority backend (CUDA kernels on the GPU, ``fast`` on the CPU);
-  * ``copy``: a same-shape device-to-device copy, the ceiling;
+  * ``copy``: a copy of the same bytes on the same device, the ceiling (on the CPU with torch's
+    threads when torch is importable, else NumPy's single thread);
   * ``torch``: ``torch.softmax`` (GPU and CPU), when torch is importable;
   * ``triton``: a one-row-per-program Triton kernel in the design of the Triton tutorial (GPU);
   * ``numpy``: a plain NumPy softmax (CPU).
@@ -210,8 +211,14 @@ class Bench:
             tx = torch.from_dlpack(x)
             dst = torch.empty_like(tx)
             providers["copy"] = lambda: dst.copy_(tx)
+        elif torch is not None:
+            # torch copies with all its threads, as the softmax providers compute with theirs.
+            src_t = torch.ones(nbytes, dtype=torch.uint8)
+            dst_t = torch.empty_like(src_t)
+            providers["copy"] = lambda: dst_t.copy_(src_t)
         else:
-            # A copy of the same number of bytes; filled, so no page is a shared zero page.
+            # A copy of the same number of bytes (one thread: a lower ceiling); filled, so no
+            # page is a shared zero page.
             src = np.ones(nbytes, dtype=np.uint8)
             dst_np = np.empty_like(src)
             providers["copy"] = lambda: np.copyto(dst_np, src)
