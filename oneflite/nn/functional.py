@@ -30,10 +30,15 @@ def _check_args(name: str, input: object, dim: object, dtype: object) -> int | N
     if isinstance(dim, bool):
         raise TypeError(f"{name}(): argument 'dim' must be int, not bool")
     try:
-        return operator.index(dim)
+        index = operator.index(dim)
     except TypeError:
         raise TypeError(f"{name}(): argument 'dim' must be int, "
                         f"not {type(dim).__name__}") from None
+    if not -(2**63) <= index < 2**63:  # past C++'s int64: out of range for any tensor
+        n = max(input.ndim, 1)
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         f"but got {index})")
+    return index
 
 
 def _describe(name: str, input: Tensor, dim: int | None, dtype: _dtype | None) -> str:
