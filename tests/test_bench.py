@@ -26,9 +26,10 @@ def test_quick_cpu_benchmark_writes_a_checked_table_and_json(tmp_path: Path) -> 
     assert "oneflite/copy" in result.stdout
 
 
-def test_overhead_mode_reports_per_call_times() -> None:
+def test_overhead_mode_reports_per_call_times(tmp_path: Path) -> None:
+    # Run outside the repository, so `-m oneflite` finds the installed package, not the source.
     result = subprocess.run([sys.executable, "-m", "oneflite.bench", "--overhead", "--quick"],
-                            capture_output=True, text=True, check=False)
+                            capture_output=True, text=True, check=False, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "oneflite.nn.functional.softmax" in result.stdout
     assert "us/call" in result.stdout
