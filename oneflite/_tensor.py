@@ -244,6 +244,9 @@ def _dlpack(self: Tensor, *, stream: int | None = None, max_version: tuple[int, 
         if stream != -1:  # -1: the consumer asks for no synchronization
             _C._make_external_stream_wait(self.device, stream)
     versioned = max_version is not None and max_version[0] >= 1
+    if not versioned and not source._writable:
+        raise BufferError("this tensor views read-only memory, which a DLPack consumer older "
+                          "than 1.0 cannot be told about; pass max_version=(1, 0) or copy=True")
     return source._to_dlpack(versioned)
 
 

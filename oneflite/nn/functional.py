@@ -27,8 +27,8 @@ def _check_args(name: str, input: object, dim: object, dtype: object) -> int | N
                         f"not {type(dtype).__name__}")
     if dim is None:
         return None
-    if isinstance(dim, bool):
-        raise TypeError(f"{name}(): argument 'dim' must be int, not bool")
+    if isinstance(dim, (bool, _dtype)):  # both convert to int, neither is a dim
+        raise TypeError(f"{name}(): argument 'dim' must be int, not {type(dim).__name__}")
     try:
         index = operator.index(dim)
     except TypeError:

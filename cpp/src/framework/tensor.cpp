@@ -23,6 +23,20 @@ int64_t NumElements(const Shape& shape) {
   return n;
 }
 
+void CheckShape(const Shape& shape, size_t itemsize, const char* what) {
+  int64_t count = 1;
+  for (int64_t d : shape) {
+    ONEFLITE_CHECK(d >= 0, ValueError, what, ": negative dimension in shape ",
+                   ShapeToString(shape));
+    ONEFLITE_CHECK(!__builtin_mul_overflow(count, d, &count), ValueError, what, ": shape ",
+                   ShapeToString(shape), " has more elements than fit in 64 bits");
+  }
+  int64_t nbytes = 0;
+  ONEFLITE_CHECK(!__builtin_mul_overflow(count, static_cast<int64_t>(itemsize), &nbytes),
+                 ValueError, what, ": a tensor of shape ", ShapeToString(shape),
+                 " would need more bytes than fit in 64 bits");
+}
+
 std::string ShapeToString(const Shape& shape) {
   std::ostringstream out;
   out << "(";
@@ -45,9 +59,7 @@ Tensor::Tensor(std::shared_ptr<Storage> storage, Shape shape, Stride stride,
 }
 
 Tensor Tensor::Empty(const Shape& shape, DataType dtype, const Device& device) {
-  for (int64_t d : shape) {
-    ONEFLITE_CHECK(d >= 0, ValueError, "negative dimension in shape ", ShapeToString(shape));
-  }
+  CheckShape(shape, SizeOf(dtype), "empty");
   const size_t nbytes = static_cast<size_t>(NumElements(shape)) * SizeOf(dtype);
   return Tensor(Storage::Allocate(device, nbytes), shape, ContiguousStride(shape), 0, dtype);
 }
@@ -100,6 +112,7 @@ Tensor Tensor::AsStrided(const Shape& shape, const Stride& stride, int64_t stora
                  ShapeToString(shape), " and stride ", ShapeToString(stride),
                  " differ in length");
   ONEFLITE_CHECK(storage_offset >= 0, ValueError, "as_strided: negative storage offset");
+  CheckShape(shape, 1, "as_strided");  // a view: its element count must fit
   // The view must stay inside the storage: find its last element.
   int64_t last = storage_offset;
   bool empty = false;
@@ -109,7 +122,11 @@ Tensor Tensor::AsStrided(const Shape& shape, const Stride& stride, int64_t stora
     ONEFLITE_CHECK(stride[i] >= 0, ValueError, "as_strided: negative stride in ",
                    ShapeToString(stride));
     if (shape[i] == 0) { empty = true; }
-    last += (shape[i] - 1) * stride[i];
+    int64_t reach = 0;
+    ONEFLITE_CHECK(!__builtin_mul_overflow(shape[i] - 1, stride[i], &reach) &&
+                       !__builtin_add_overflow(last, reach, &last),
+                   IndexError, "as_strided: a view of size ", ShapeToString(shape),
+                   " with stride ", ShapeToString(stride), " reaches past 64-bit offsets");
   }
   const int64_t capacity =
       static_cast<int64_t>(impl_->storage->nbytes() / SizeOf(impl_->dtype));

@@ -3,7 +3,17 @@
 
 #include <pybind11/pybind11.h>
 
+#include <functional>
+
+#include "oneflite/framework/tensor.h"
+
 namespace oneflite::python {
+
+// Runs fn with the GIL released, safely even when the interpreter ends the thread meanwhile.
+Tensor CallWithoutGil(const std::function<Tensor()>& fn);
+
+// Whether Python objects may still be released: false once the interpreter is finalizing.
+bool PythonIsAlive();
 
 void BindCommon(pybind11::module_& m);      // dtype, device, exceptions
 void BindTensor(pybind11::module_& m);      // Tensor, NumPy and DLPack interop

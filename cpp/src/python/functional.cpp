@@ -5,6 +5,12 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cxxabi.h>
+
+#include <exception>
+#include <functional>
+#include <optional>
+
 #include "bindings.h"
 #include "oneflite/functional/functional.h"
 
@@ -12,17 +18,64 @@ namespace py = pybind11;
 
 namespace oneflite::python {
 
+Tensor CallWithoutGil(const std::function<Tensor()>& fn) {
+  // Not py::call_guard<gil_scoped_release>: at interpreter exit CPython ends a daemon thread
+  // that asks for the GIL back by unwinding it (pthread_exit), and an unwind that starts inside
+  // a destructor (the guard's) aborts the process. Here the GIL is taken back in an ordinary
+  // frame, which unwinds cleanly.
+  std::optional<Tensor> result;
+  std::exception_ptr error;
+  PyThreadState* state = PyEval_SaveThread();
+  try {
+    result = fn();
+  } catch (abi::__forced_unwind&) {
+    throw;  // the thread is being ended (a Python-registered primitive asked for the GIL)
+  } catch (...) {
+    error = std::current_exception();
+  }
+  PyEval_RestoreThread(state);
+  if (error) { std::rethrow_exception(error); }
+  return std::move(*result);
+}
+
 void BindFunctional(py::module_& m) {
   py::module_ f = m.def_submodule("functional", "The C++ functor layer.");
-  using NoGil = py::call_guard<py::gil_scoped_release>;
-  f.def("softmax", &functional::Softmax, py::arg("x"), py::arg("dim") = py::none(),
-        py::arg("dtype") = py::none(), NoGil());
-  f.def("log_softmax", &functional::LogSoftmax, py::arg("x"), py::arg("dim") = py::none(),
-        py::arg("dtype") = py::none(), NoGil());
-  f.def("transpose", &functional::Transpose, py::arg("x"), py::arg("perm"), NoGil());
-  f.def("contiguous", &functional::Contiguous, py::arg("x"), NoGil());
-  f.def("cast", &functional::Cast, py::arg("x"), py::arg("dtype"), NoGil());
-  f.def("copy", &functional::Copy, py::arg("x"), py::arg("device"), NoGil());
+  using OptDim = std::optional<int64_t>;
+  using OptType = std::optional<DataType>;
+  f.def(
+      "softmax",
+      [](const Tensor& x, OptDim dim, OptType dtype) {
+        return CallWithoutGil([&] { return functional::Softmax(x, dim, dtype); });
+      },
+      py::arg("x"), py::arg("dim") = py::none(), py::arg("dtype") = py::none());
+  f.def(
+      "log_softmax",
+      [](const Tensor& x, OptDim dim, OptType dtype) {
+        return CallWithoutGil([&] { return functional::LogSoftmax(x, dim, dtype); });
+      },
+      py::arg("x"), py::arg("dim") = py::none(), py::arg("dtype") = py::none());
+  f.def(
+      "transpose",
+      [](const Tensor& x, const std::vector<int64_t>& perm) {
+        return CallWithoutGil([&] { return functional::Transpose(x, perm); });
+      },
+      py::arg("x"), py::arg("perm"));
+  f.def(
+      "contiguous",
+      [](const Tensor& x) { return CallWithoutGil([&] { return functional::Contiguous(x); }); },
+      py::arg("x"));
+  f.def(
+      "cast",
+      [](const Tensor& x, DataType dtype) {
+        return CallWithoutGil([&] { return functional::Cast(x, dtype); });
+      },
+      py::arg("x"), py::arg("dtype"));
+  f.def(
+      "copy",
+      [](const Tensor& x, const Device& device) {
+        return CallWithoutGil([&] { return functional::Copy(x, device); });
+      },
+      py::arg("x"), py::arg("device"));
 }
 
 }  // namespace oneflite::python

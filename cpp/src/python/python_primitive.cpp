@@ -48,7 +48,7 @@ struct PythonFunction {
   std::string name;
   ~PythonFunction() {
     // Backends may be dropped while the interpreter is shutting down; leak rather than crash.
-    if (!Py_IsInitialized()) {
+    if (!PythonIsAlive()) {
       fn.release();
       return;
     }
@@ -69,6 +69,8 @@ class PythonSoftmax final : public Interface {
     // The function may use any library on any stream: order it after oneflite's queued work
     // and oneflite's later work after it by synchronizing the device on both sides.
     manager->SynchronizeDevice(device.index);
+    ONEFLITE_CHECK(PythonIsAlive(), RuntimeError, "primitive backend '", fn_->name,
+                   "' is written in Python, and the interpreter is shutting down");
     const Tensor x_tensor = OwnedCopy(x, rows, cols, dtype_, device, manager);
     const Tensor y_tensor = OwnedCopy(nullptr, rows, cols, dtype_, device, manager);
     {

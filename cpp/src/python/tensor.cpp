@@ -45,7 +45,7 @@ size_t DimOfNonScalar(const Tensor& t, int64_t dim) {
 // Releases a Python object from a storage deleter, which may run on a thread without the GIL,
 // or after the interpreter has gone (then the reference is simply leaked).
 void ReleasePythonObject(PyObject* object) {
-  if (!Py_IsInitialized()) { return; }
+  if (!PythonIsAlive()) { return; }
   py::gil_scoped_acquire gil;
   Py_DECREF(object);
 }
@@ -81,11 +81,13 @@ Tensor FromNumpy(const py::array& array, DataType dtype) {
                    "supported; pass a copy (array.copy()) instead");
     stride[i] = byte_stride / itemsize;
   }
+  CheckShape(shape, 1, "from_numpy");  // a view: its element count must fit
   const size_t nbytes = static_cast<size_t>(SpanInElements(shape, stride) * itemsize);
   PyObject* owner = array.ptr();
   Py_INCREF(owner);
   auto storage = std::make_shared<Storage>(const_cast<void*>(array.data()), nbytes, Device{},
                                            [owner](void*) { ReleasePythonObject(owner); });
+  storage->set_writable(array.writeable());
   return Tensor(std::move(storage), std::move(shape), std::move(stride), 0, dtype);
 }
 
@@ -104,7 +106,11 @@ py::array ToNumpy(const Tensor& tensor, const py::dtype& numpy_dtype) {
   // An empty tensor may have no memory at all; NumPy still wants a non-null pointer.
   static char empty_buffer[16];
   void* data = tensor.numel() == 0 ? empty_buffer : tensor.data_ptr();
-  return py::array(numpy_dtype, shape, strides, data, owner);
+  py::array array(numpy_dtype, shape, strides, data, owner);
+  if (!tensor.writable()) {
+    py::detail::array_proxy(array.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+  }
+  return array;
 }
 
 // ---- DLPack ----------------------------------------------------------------------------------
@@ -192,7 +198,7 @@ py::capsule ToDLPack(const Tensor& tensor, bool versioned) {
   if (versioned) {
     auto* managed = new dlpack::DLManagedTensorVersioned{};
     managed->version = {1, 0};
-    managed->flags = 0;
+    managed->flags = tensor.writable() ? 0 : dlpack::kDLPackFlagReadOnly;
     FillDLTensor(tensor, ctx, managed);
     managed->deleter = DeleteExported<dlpack::DLManagedTensorVersioned>;
     PyObject* capsule = PyCapsule_New(managed, "dltensor_versioned", [](PyObject* c) {
@@ -218,13 +224,13 @@ py::capsule ToDLPack(const Tensor& tensor, bool versioned) {
 }
 
 template <typename Managed>
-Tensor TensorFromManaged(Managed* managed) {
+Tensor TensorFromManaged(Managed* managed, bool read_only) {
   const dlpack::DLTensor& dl = managed->dl_tensor;
   // Ownership passes to the storage as soon as the capsule is renamed, so build nothing that
   // can throw between here and the Storage, except through `release`.
   auto release = [managed](void*) {
     // The producer's deleter may touch Python objects (NumPy's does).
-    if (!Py_IsInitialized()) { return; }
+    if (!PythonIsAlive()) { return; }
     py::gil_scoped_acquire gil;
     if (managed->deleter != nullptr) { managed->deleter(managed); }
   };
@@ -239,15 +245,19 @@ Tensor TensorFromManaged(Managed* managed) {
                    "; oneflite takes CPU and CUDA memory");
   }
   DataType dtype;
-  Shape shape(dl.shape, dl.shape + dl.ndim);
+  Shape shape;
   Stride stride;
   try {
+    ONEFLITE_CHECK(dl.ndim >= 0 && (dl.ndim == 0 || dl.shape != nullptr), ValueError,
+                   "from_dlpack: malformed tensor (ndim ", dl.ndim, ")");
+    shape.assign(dl.shape, dl.shape + dl.ndim);
     dtype = FromDLDataType(dl.dtype);
     if (dl.strides != nullptr) {
       stride.assign(dl.strides, dl.strides + dl.ndim);
     } else {
       stride = ContiguousStride(shape);
     }
+    CheckShape(shape, 1, "from_dlpack");  // a view (maybe broadcast): its element count must fit
     for (int64_t s : stride) {
       ONEFLITE_CHECK(s >= 0, ValueError, "from_dlpack: negative strides are not supported");
     }
@@ -258,6 +268,7 @@ Tensor TensorFromManaged(Managed* managed) {
   void* data = static_cast<char*>(dl.data) + dl.byte_offset;
   const size_t nbytes = static_cast<size_t>(SpanInElements(shape, stride)) * SizeOf(dtype);
   auto storage = std::make_shared<Storage>(data, nbytes, device, release);
+  storage->set_writable(!read_only);
   return Tensor(std::move(storage), std::move(shape), std::move(stride), 0, dtype);
 }
 
@@ -271,13 +282,13 @@ Tensor FromDLPack(const py::capsule& capsule) {
                    managed->version.major, ".", managed->version.minor,
                    " is not supported (oneflite reads 1.x)");
     PyCapsule_SetName(object, "used_dltensor_versioned");
-    return TensorFromManaged(managed);
+    return TensorFromManaged(managed, (managed->flags & dlpack::kDLPackFlagReadOnly) != 0);
   }
   if (PyCapsule_IsValid(object, "dltensor")) {
     auto* managed =
         static_cast<dlpack::DLManagedTensor*>(PyCapsule_GetPointer(object, "dltensor"));
     PyCapsule_SetName(object, "used_dltensor");
-    return TensorFromManaged(managed);
+    return TensorFromManaged(managed, false);
   }
   ONEFLITE_THROW(ValueError,
                  "from_dlpack: expected an unconsumed DLPack capsule ('dltensor' or "
@@ -293,6 +304,14 @@ std::vector<int64_t> DimsFromArgs(const py::args& args) {
 }
 
 }  // namespace
+
+bool PythonIsAlive() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsInitialized() && !Py_IsFinalizing();
+#else
+  return Py_IsInitialized() && !_Py_IsFinalizing();
+#endif
+}
 
 void BindTensor(py::module_& m) {
   py::class_<Tensor>(m, "Tensor", "A strided view of device memory with a dtype.")
@@ -349,11 +368,14 @@ void BindTensor(py::module_& m) {
             return t.Permute(perm);
           },
           "A view with dims reordered: permute(1, 0) or permute((1, 0)).")
-      .def("contiguous", &functional::Contiguous, py::call_guard<py::gil_scoped_release>(),
-           "This tensor if contiguous, else a contiguous copy.")
+      .def(
+          "contiguous",
+          [](const Tensor& t) { return CallWithoutGil([&] { return functional::Contiguous(t); }); },
+          "This tensor if contiguous, else a contiguous copy.")
       .def("_as_strided", &Tensor::AsStrided, py::arg("shape"), py::arg("stride"),
            py::arg("storage_offset"))
       .def("_is_same", &Tensor::is_same)
+      .def_property_readonly("_writable", &Tensor::writable)
       .def("_numpy", &ToNumpy, py::arg("numpy_dtype"))
       .def("_to_dlpack", &ToDLPack, py::arg("versioned"));
 

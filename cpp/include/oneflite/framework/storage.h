@@ -24,6 +24,8 @@ class Storage {
   static std::shared_ptr<Storage> Allocate(const Device& device, size_t nbytes);
 
   void* data() const { return data_; }
+  bool writable() const { return writable_; }
+  void set_writable(bool writable) { writable_ = writable; }
   size_t nbytes() const { return nbytes_; }
   const Device& device() const { return device_; }
 
@@ -32,6 +34,7 @@ class Storage {
   size_t nbytes_;
   Device device_;
   Deleter deleter_;
+  bool writable_ = true;
 };
 
 }  // namespace oneflite

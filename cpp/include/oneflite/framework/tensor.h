@@ -23,6 +23,11 @@ using Stride = std::vector<int64_t>;
 Stride ContiguousStride(const Shape& shape);
 // Product of the dims; 1 for a 0-d shape.
 int64_t NumElements(const Shape& shape);
+// Checks that `shape` has no negative dim and that its element count and its size in bytes
+// (at `itemsize` bytes an element) fit in int64; throws ValueError naming `what` otherwise.
+// New tensors pass their itemsize; views of outside data (NumPy, DLPack, as_strided), which
+// may be broadcast and so span few bytes, pass 1, so that element counts cannot overflow.
+void CheckShape(const Shape& shape, size_t itemsize, const char* what);
 // "(2, 3)" for messages.
 std::string ShapeToString(const Shape& shape);
 
@@ -51,6 +56,10 @@ class Tensor {
 
   // Address of element [0, ..., 0].
   void* data_ptr() const;
+  // False for memory that must not be written (a read-only NumPy array, a DLPack tensor its
+  // producer marked read-only). oneflite never writes its inputs; views it hands out of such
+  // memory (NumPy arrays, DLPack capsules) are marked read-only too.
+  bool writable() const { return impl_->storage->writable(); }
 
   // Views sharing this tensor's storage. Dims are already wrapped (non-negative).
   Tensor Permute(const std::vector<int>& perm) const;

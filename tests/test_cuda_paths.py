@@ -1,0 +1,227 @@
+"""Every CUDA kernel path on small shapes: the selection tools/compute_sanitizer.sh runs under
+memcheck, racecheck, initcheck and synccheck (so it keeps launches few and small), and a
+quick check in the normal suite.
+
+Row lengths are picked to reach each rung of the warp ladder (every thread-group width, one and
+two rows per access, each packs-per-lane count) for every dtype, then the shared-memory path
+and the online path for rows past shared memory. Each shape runs from an aligned start and from
+one row in (off a 16-byte boundary for most lengths), for softmax and log_softmax; the last test
+checks from oneflite's own trace that every path was reached. Transposes (the permute kernel)
+and dtype= casts (the cast kernel) are covered too. Skips without a CUDA GPU.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+import numpy as np
+import pytest
+from conftest import assert_close, make_tensor, to_float64
+from reference import log_softmax_ref, softmax_ref
+
+import oneflite
+import oneflite.nn.functional as F
+
+pytestmark = pytest.mark.skipif(not oneflite.cuda.is_available(), reason="no CUDA GPU")
+DEVICE = "cuda"
+
+FLOATS = [oneflite.float16, oneflite.bfloat16, oneflite.float32, oneflite.float64]
+ALL = [*FLOATS, oneflite.int32, oneflite.int64, oneflite.bool]
+OPS = {"softmax": (F.softmax, softmax_ref), "log_softmax": (F.log_softmax, log_softmax_ref)}
+
+# Row lengths reaching every warp rung of every dtype (16-byte packs: 8 halves, 4 floats, 2
+# doubles; the rung is the first whose lanes x packs cover the row), the shared-memory path
+# (double from 1025, the others from 2049) and the online path (past ~227 KB a row: double from
+# ~29k, float ~58k, half ~116k).
+COLS = [1, 2, 3, 5, 10, 14, 31, 33, 64, 65, 129, 254, 257, 506, 513, 1000, 1025, 1534, 4097,
+        12345, 65536, 100003, 262144]  # fmt: skip
+
+# What each aligned launch's plan said, per dtype: filled by the tests, read by the last one.
+PLANS: dict[str, set[str]] = defaultdict(set)
+EXPECTED_LAUNCHES = len(COLS) * len(FLOATS) * len(OPS)
+LAUNCHES: set[tuple] = set()
+
+
+def _rows(cols: int) -> int:
+    # Short rows: many of them, so several blocks run and a row pair is left half-full (odd);
+    # long rows: few, to keep the sanitizers quick.
+    return 301 if cols <= 64 else 5 if cols <= 16384 else 3
+
+
+def _values(rows: int, cols: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    values = rng.standard_normal((rows, cols)) * 4
+    values[0, :: max(1, cols // 3)] = -np.inf  # -inf entries, and some finite ones
+    if cols > 1:
+        values[0, -1] = 1.0
+    values[-1, rng.integers(cols)] = 1e4  # one dominant value
+    if rows > 3:
+        values[2, :] = -np.inf  # a row of -inf only: NaN
+    return values
+
+
+def _plan(trace: oneflite.Trace) -> list[str]:
+    return [e.text for e in trace.events if e.layer == "primitive" and "rows=" in e.text]
+
+
+@pytest.mark.parametrize("kind", list(OPS))
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.name)
+@pytest.mark.parametrize("cols", COLS)
+def test_softmax_kernel_path_matches_the_reference(cols, dtype, kind):
+    op, ref = OPS[kind]
+    values = _values(_rows(cols), cols, seed=cols)
+    x = make_tensor(values, dtype, DEVICE)
+    with oneflite.trace() as t:
+        y = op(x, -1)
+    plans = _plan(t)
+    assert len(plans) == 1, plans
+    PLANS[dtype.name].add(plans[0])
+    LAUNCHES.add((cols, dtype.name, kind))
+    assert_close(
+        to_float64(y), ref(to_float64(x), 1), dtype, log=kind == "log_softmax", err_msg=plans[0]
+    )
+    # From one row in: x no longer starts on a 16-byte boundary unless a row is a multiple of
+    # 16 bytes, and y's alignment differs from x's.
+    offset = x[1:]
+    assert_close(
+        to_float64(op(offset, -1)),
+        ref(to_float64(offset), 1),
+        dtype,
+        log=kind == "log_softmax",
+        err_msg=f"offset: {plans[0]}",
+    )
+
+
+@pytest.mark.parametrize("dtype", ALL, ids=lambda d: d.name)
+def test_transposes_go_through_the_permute_kernel_correctly(dtype):
+    rng = np.random.default_rng(5)
+    values = rng.standard_normal((3, 5, 7)) * 3
+    if dtype == oneflite.bool:
+        values = values > 0
+    elif dtype in (oneflite.int32, oneflite.int64):
+        values = np.round(values * 10)
+    x = make_tensor(values, dtype, DEVICE)
+    stored = to_float64(x)
+    for perm in [(2, 0, 1), (1, 0, 2), (0, 2, 1), (2, 1, 0)]:
+        np.testing.assert_array_equal(
+            to_float64(x.permute(perm).contiguous()), stored.transpose(perm)
+        )
+    view = x[1:, ::2, 3:]
+    np.testing.assert_array_equal(to_float64(view.contiguous()), stored[1:, ::2, 3:])
+    if dtype in FLOATS:
+        for dim in range(3):
+            for kind, (op, ref) in OPS.items():
+                assert_close(
+                    to_float64(op(x, dim)), ref(stored, dim), dtype, log=kind == "log_softmax"
+                )
+                assert_close(
+                    to_float64(op(view, dim)),
+                    ref(stored[1:, ::2, 3:], dim),
+                    dtype,
+                    log=kind == "log_softmax",
+                )
+
+
+@pytest.mark.parametrize("source", ALL, ids=lambda d: d.name)
+def test_casts_between_every_pair_of_dtypes(source):
+    values = np.array([[0.0, 1.0, -2.0, 3.5, 100.0, -7.25, 60000.0, 1e-3]])
+    if source == oneflite.bool:
+        values = values != 0
+    elif source in (oneflite.int32, oneflite.int64):
+        values = np.trunc(values)
+    x = make_tensor(values, source, DEVICE)
+    stored = to_float64(x)
+    for target in ALL:
+        y = x.to(target)
+        assert y.dtype == target and y.device.type == DEVICE
+        expected = stored != 0 if target == oneflite.bool else stored
+        host = to_float64(y)
+        if target in (oneflite.int32, oneflite.int64):
+            expected = np.trunc(expected)
+        tolerance = {oneflite.float16: 1e-3, oneflite.bfloat16: 8e-3, oneflite.float32: 1e-7}.get(
+            target, 0
+        )
+        np.testing.assert_allclose(
+            host,
+            expected.astype(np.float64),
+            rtol=tolerance,
+            err_msg=f"{source.name} -> {target.name}",
+        )
+
+
+@pytest.mark.parametrize("kind", list(OPS))
+@pytest.mark.parametrize(
+    "source",
+    [oneflite.int32, oneflite.int64, oneflite.bool, oneflite.float16, oneflite.float32],
+    ids=lambda d: d.name,
+)
+def test_dtype_argument_casts_on_the_gpu(source, kind):
+    op, ref = OPS[kind]
+    values = np.round(np.random.default_rng(6).standard_normal((7, 33)) * 5)
+    if source == oneflite.bool:
+        values = values > 0
+    x = make_tensor(values, source, DEVICE)
+    for target in FLOATS:
+        y = op(x, 1, dtype=target)
+        assert y.dtype == target
+        assert_close(
+            to_float64(y),
+            ref(to_float64(x).astype(np.float64), 1),
+            target,
+            log=kind == "log_softmax",
+        )
+
+
+def test_empty_and_0d_tensors_launch_nothing_harmful():
+    for shape in [(0,), (0, 5), (5, 0), (2, 0, 3)]:
+        x = make_tensor(np.zeros(shape), oneflite.float32, DEVICE)
+        for dim in range(len(shape)):
+            for op, _ in OPS.values():
+                assert op(x, dim).shape == shape
+    scalar = make_tensor(np.float64(3.0), oneflite.float16, DEVICE)
+    assert to_float64(F.softmax(scalar)).item() == 1.0
+    assert to_float64(F.log_softmax(scalar)).item() == 0.0
+
+
+@pytest.mark.parametrize("ndim", [16, 17, 20])
+def test_permutes_of_many_unmergeable_dims_are_correct_or_not_implemented(ndim):
+    # The CUDA permute kernel holds up to 16 dims once neighbours are merged; a reversed order
+    # merges none. Past that it must raise NotImplementedError, never write out of bounds.
+    values = np.random.default_rng(ndim).standard_normal((2,) * ndim)
+    x = make_tensor(values, oneflite.float32, DEVICE)
+    order = tuple(reversed(range(ndim)))
+    try:
+        y = x.permute(order).contiguous()
+    except NotImplementedError as error:
+        assert ndim > 16 and "16" in str(error), error
+    else:
+        np.testing.assert_array_equal(to_float64(y), to_float64(x).transpose(order))
+    try:
+        y = F.softmax(x.permute(order), 0)
+    except NotImplementedError:
+        assert ndim > 16
+    else:
+        stored = to_float64(x).transpose(order)
+        assert_close(to_float64(y), softmax_ref(stored, 0), oneflite.float32)
+
+
+def test_every_kernel_path_was_reached():
+    if len(LAUNCHES) < EXPECTED_LAUNCHES:
+        pytest.skip("runs after the whole of test_softmax_kernel_path_matches_the_reference")
+    missing = []
+    for dtype in FLOATS:
+        plans = PLANS[dtype.name]
+        paths = {p.split(": ", 1)[1].split(":")[0] for p in plans}
+        widths = {int(w) for p in plans for w in re.findall(r"thread_group_width=(\d+)", p)}
+        rows_per_access = {int(r) for p in plans for r in re.findall(r"rows_per_access=(\d+)", p)}
+        for path in ("warp", "block_smem", "block_online"):
+            if path not in paths:
+                missing.append(f"{dtype.name}: {path}")
+        for width in (1, 2, 4, 8, 16, 32):
+            if width not in widths:
+                missing.append(f"{dtype.name}: warp thread_group_width={width}")
+        for rows in (1, 2):
+            if rows not in rows_per_access:
+                missing.append(f"{dtype.name}: warp rows_per_access={rows}")
+    assert not missing, "kernel paths no shape here reaches (update COLS): " + ", ".join(missing)
