@@ -32,8 +32,9 @@ if [ -z "$sanitizer" ]; then
 fi
 
 if [ "${SANITIZER_BUILD:-0}" = "1" ]; then
-  if [ -x /usr/bin/g++ ]; then  # see tools/gpu_check.sh: a dynamically linked libstdc++
-    export CXX="${CXX:-/usr/bin/g++}" CUDAHOSTCXX="${CUDAHOSTCXX:-/usr/bin/g++}"
+  if [ -n "${ONEFLITE_CXX:-}" ] || [ -x /usr/bin/g++ ]; then  # see tools/gpu_check.sh
+    export CXX="${ONEFLITE_CXX:-/usr/bin/g++}"
+    export CUDAHOSTCXX="$CXX"
   fi
   echo "== build (CUDA architectures ${ONEFLITE_CUDA_ARCH:-90})"
   if ! "$python" -m pip install --no-build-isolation --no-deps -q \
@@ -66,9 +67,11 @@ for tool in "${tools[@]}"; do
     "$python" -m pytest -q -p no:cacheprovider $tests >"$log" 2>&1
   rc=$?
   seconds=$(( $(date +%s) - start ))
-  # "========= ERROR SUMMARY: N errors" once per process the sanitizer followed.
-  errors=$(grep -Eo "ERROR SUMMARY: [0-9]+" "$log" | awk '{n += $3} END {print n + 0}')
-  processes=$(grep -c "ERROR SUMMARY:" "$log")
+  # One summary per process the sanitizer followed: "ERROR SUMMARY: N errors", or for
+  # racecheck "RACECHECK SUMMARY: H hazards displayed (N errors, W warnings)".
+  errors=$(grep -Eo "ERROR SUMMARY: [0-9]+|RACECHECK SUMMARY: .*\(([0-9]+) errors" "$log" |
+    grep -Eo "[0-9]+ errors|SUMMARY: [0-9]+" | grep -Eo "[0-9]+" | awk '{n += $1} END {print n + 0}')
+  processes=$(grep -cE "(ERROR|RACECHECK) SUMMARY:" "$log")
   result=$(grep -E "^[0-9]+ (passed|failed)|(passed|failed|error).* in [0-9.]+s" "$log" | tail -1)
   verdict=PASS
   if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] || [ "$processes" -eq 0 ]; then
