@@ -37,6 +37,14 @@ void CheckShape(const Shape& shape, size_t itemsize, const char* what) {
                  " would need more bytes than fit in 64 bits");
 }
 
+int64_t WrapDim(int64_t dim, int64_t ndim) {
+  const int64_t n = std::max<int64_t>(ndim, 1);
+  ONEFLITE_CHECK(dim >= -n && dim < n, IndexError,
+                 "Dimension out of range (expected to be in range of [", -n, ", ", n - 1,
+                 "], but got ", dim, ")");
+  return dim < 0 ? dim + n : dim;
+}
+
 std::string ShapeToString(const Shape& shape) {
   std::ostringstream out;
   out << "(";

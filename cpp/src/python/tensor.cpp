@@ -27,14 +27,6 @@ py::tuple ToTuple(const std::vector<int64_t>& values) {
   return tuple;
 }
 
-int64_t WrapDim(int64_t dim, int64_t ndim) {
-  const int64_t n = std::max<int64_t>(ndim, 1);
-  ONEFLITE_CHECK(dim >= -n && dim < n, IndexError,
-                 "Dimension out of range (expected to be in range of [", -n, ", ", n - 1,
-                 "], but got ", dim, ")");
-  return dim < 0 ? dim + n : dim;
-}
-
 // A dim of a tensor with at least one dim; a 0-d tensor has no size or stride to index.
 size_t DimOfNonScalar(const Tensor& t, int64_t dim) {
   ONEFLITE_CHECK(t.ndim() > 0, IndexError, "Dimension specified as ", dim,

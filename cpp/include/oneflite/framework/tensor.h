@@ -28,6 +28,9 @@ int64_t NumElements(const Shape& shape);
 // New tensors pass their itemsize; views of outside data (NumPy, DLPack, as_strided), which
 // may be broadcast and so span few bytes, pass 1, so that element counts cannot overflow.
 void CheckShape(const Shape& shape, size_t itemsize, const char* what);
+// `dim` made non-negative for a tensor of `ndim` dims; a 0-d tensor accepts -1 and 0, as if it
+// had one dim. Throws IndexError "Dimension out of range (...)" otherwise.
+int64_t WrapDim(int64_t dim, int64_t ndim);
 // "(2, 3)" for messages.
 std::string ShapeToString(const Shape& shape);
 

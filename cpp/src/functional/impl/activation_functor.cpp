@@ -15,15 +15,6 @@ namespace impl {
 // With no dim given, the historical rule: dim 0 for 0-, 1- and 3-d tensors, else dim 1.
 int64_t ImplicitSoftmaxDim(int64_t ndim) { return (ndim == 0 || ndim == 1 || ndim == 3) ? 0 : 1; }
 
-// Wraps a negative dim. A 0-d tensor accepts dims -1 and 0, as if it had one dim.
-int64_t WrapDim(int64_t dim, int64_t ndim) {
-  const int64_t n = std::max<int64_t>(ndim, 1);
-  ONEFLITE_CHECK(dim >= -n && dim < n, IndexError,
-                 "Dimension out of range (expected to be in range of [", -n, ", ", n - 1,
-                 "], but got ", dim, ")");
-  return dim < 0 ? dim + n : dim;
-}
-
 std::string DescribeDim(std::optional<int64_t> dim, int64_t d, int64_t ndim) {
   std::string text = dim.has_value()
                          ? "dim=" + std::to_string(*dim)
