@@ -71,7 +71,7 @@ def test_a_python_backend_serves_cuda_tensors_through_torch() -> None:
 
     try:
         values = np.random.default_rng(2).standard_normal((33, 1025))
-        x = oneflite.tensor(values, device="cuda")
+        x = oneflite.tensor(values, dtype=oneflite.float32, device="cuda")
         with oneflite.trace() as t:
             y = F.softmax(x, dim=1)
         assert "backend 'torch_on_cuda'" in str(t)
