@@ -287,7 +287,8 @@ def test_arguments_of_the_wrong_type_raise_type_error(data):
 def _numpy_backend(kind: str):
     def compute(x: oneflite.Tensor, y: oneflite.Tensor) -> None:
         a = x.numpy().astype(np.float64)
-        y.numpy()[...] = (softmax_ref if kind == "softmax" else log_softmax_ref)(a, 1)
+        with np.errstate(over="ignore"):  # a log_softmax past float32's range stores as -inf
+            y.numpy()[...] = (softmax_ref if kind == "softmax" else log_softmax_ref)(a, 1)
 
     return compute
 
