@@ -7,10 +7,12 @@ so every comparison is made in float64 against ``reference.py``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 from pathlib import Path
+from collections.abc import Iterator
 from typing import NamedTuple
 
 import numpy as np
@@ -132,6 +134,17 @@ def unforce_softmax_primitives():
     finally:
         for kind in kinds:
             oneflite._C._force_primitive(kind, before[kind])
+
+
+@contextlib.contextmanager
+def forcing(kind: str, name: str | None) -> Iterator[None]:
+    """Forces backend ``name`` (which need not exist) for ``kind`` inside the block."""
+    before = oneflite._C._forced_primitive(kind)
+    oneflite._C._force_primitive(kind, name)
+    try:
+        yield
+    finally:
+        oneflite._C._force_primitive(kind, before)
 
 
 def run_python(*args: str, cwd: str | Path, env: dict[str, str] | None = None):

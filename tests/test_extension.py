@@ -6,12 +6,12 @@ exercises loading through the ``oneflite.backends`` entry point)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_python
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "custom_primitive"
 
@@ -41,15 +41,7 @@ def installed_example(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _run(target: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    environment = {**os.environ, "PYTHONPATH": str(target), **env}
-    return subprocess.run(
-        [sys.executable, *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        env=environment,
-        cwd=target,
-    )
+    return run_python(*args, cwd=target, env={"PYTHONPATH": str(target), **env})
 
 
 def test_example_extension_tests_pass(installed_example: Path) -> None:

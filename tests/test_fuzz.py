@@ -13,19 +13,17 @@ The strategies are in strategies.py. CI runs the bounded, derandomized "ci" prof
 from __future__ import annotations
 
 import collections
-import contextlib
 import functools
 import json
 import os
 import re
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 import strategies as S
-from conftest import FINITE_MAX, FLOAT_DTYPES, assert_close
+from conftest import FINITE_MAX, FLOAT_DTYPES, assert_close, forcing
 from hypothesis import given, note
 from hypothesis import strategies as st
 from reference import log_softmax_ref, softmax_ref
@@ -74,15 +72,6 @@ def _report_examples():
                 )
 
 
-@contextlib.contextmanager
-def forcing(kind: str, name: str | None) -> Iterator[None]:
-    """Forces backend ``name`` (which need not exist) for ``kind`` inside the block."""
-    before = oneflite._C._forced_primitive(kind)
-    oneflite._C._force_primitive(kind, name)
-    try:
-        yield
-    finally:
-        oneflite._C._force_primitive(kind, before)
 
 
 def call(kind: str, style: str, x: Any, dim: Any, dtype: Any) -> Any:

@@ -20,7 +20,7 @@ from typing import Callable
 
 import numpy as np
 import pytest
-from conftest import assert_close, make_tensor, run_python, to_float64
+from conftest import assert_close, forcing, make_tensor, run_python, to_float64
 from reference import log_softmax_ref, softmax_ref
 
 import oneflite
@@ -87,7 +87,7 @@ def _workloads() -> dict[str, tuple[Callable[[], contextlib.AbstractContextManag
         t.__dlpack__()  # never consumed
 
     def forced_missing() -> contextlib.AbstractContextManager:
-        return _forced("softmax", "no_such_backend")
+        return forcing("softmax", "no_such_backend")
 
     return {
         "softmax": (none, lambda: F.softmax(x, 1)),
@@ -113,14 +113,6 @@ def _workloads() -> dict[str, tuple[Callable[[], contextlib.AbstractContextManag
     }
 
 
-@contextlib.contextmanager
-def _forced(kind: str, name: str | None) -> Iterator[None]:
-    before = oneflite._C._forced_primitive(kind)
-    oneflite._C._force_primitive(kind, name)
-    try:
-        yield
-    finally:
-        oneflite._C._force_primitive(kind, before)
 
 
 WORKLOADS = list(_workloads())

@@ -9,7 +9,6 @@
 // 16-bit rows are widened into a per-thread float buffer, computed in float, and narrowed.
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <vector>
 
