@@ -32,10 +32,10 @@ OPS = {"softmax": (F.softmax, softmax_ref), "log_softmax": (F.log_softmax, log_s
 
 # Row lengths reaching every warp rung of every dtype (16-byte packs: 8 halves, 4 floats, 2
 # doubles; the rung is the first whose lanes x packs cover the row), the shared-memory path
-# (double from 1025, the others from 2049) and the online path (past ~227 KB a row: double from
-# ~29k, float ~58k, half ~116k).
-COLS = [1, 2, 3, 5, 10, 14, 31, 33, 64, 65, 129, 254, 257, 506, 513, 1000, 1025, 1534, 4097,
-        12345, 65536, 100003, 262144]  # fmt: skip
+# (double from 257, float from 2049, half and bfloat16 from 3073) and the online path (past
+# ~227 KB a row: double from ~29k, float ~58k, half ~116k).
+COLS = [1, 2, 3, 5, 10, 14, 31, 33, 64, 65, 129, 254, 257, 506, 513, 1000, 1025, 1534, 2500,
+        4097, 12345, 65536, 100003, 262144]  # fmt: skip
 
 # What each aligned launch's plan said, per dtype: filled by the tests, read by the last one.
 PLANS: dict[str, set[str]] = defaultdict(set)

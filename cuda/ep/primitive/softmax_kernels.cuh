@@ -434,8 +434,37 @@ __device__ __forceinline__ void FoldPacks(MaxSum<ComputeType<T>>& stats, const P
   stats = {max, sum};
 }
 
-// y for one pack, given the row's max and scale (1 / sum for softmax, log(sum) for log_softmax).
-// An all -inf row has max -inf, and x - max = NaN gives the NaN row PyTorch gives.
+// The per-row constant of the output pass, from the row's sum. log_softmax subtracts log(sum).
+// softmax multiplies by 1 / sum, except for the 16-bit types, which fold it into the exponent:
+// exp(s) / sum = 2^(s * log2(e) - log2(sum)), one FFMA and one MUFU.EX2 per element instead of
+// a multiply, an EX2 and another multiply (see RowOutput).
+template <typename T, Algorithm kAlgorithm>
+__device__ __forceinline__ ComputeType<T> RowScale(ComputeType<T> sum) {
+  if constexpr (kAlgorithm == Algorithm::kLogSoftmax) {
+    return Log(sum);
+  } else if constexpr (kIs16Bit<T>) {
+    return -log2f(sum);
+  } else {
+    return Reciprocal(sum);
+  }
+}
+
+// One output from x - max and the row's RowScale.
+template <typename T, Algorithm kAlgorithm>
+__device__ __forceinline__ ComputeType<T> RowOutput(ComputeType<T> shifted, ComputeType<T> scale) {
+  if constexpr (kAlgorithm == Algorithm::kLogSoftmax) {
+    return shifted - scale;
+  } else if constexpr (kIs16Bit<T>) {
+    float r;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(fmaf(shifted, 1.4426950408889634f, scale)));
+    return r;
+  } else {
+    return Exp<T>(shifted) * scale;
+  }
+}
+
+// y for one pack, given the row's max and RowScale. An all -inf row has max -inf, and
+// x - max = NaN gives the NaN row PyTorch gives.
 template <typename T, Algorithm kAlgorithm>
 __device__ __forceinline__ Pack<T> OutputPack(const Pack<T>& in, ComputeType<T> max,
                                               ComputeType<T> scale) {
@@ -443,8 +472,7 @@ __device__ __forceinline__ Pack<T> OutputPack(const Pack<T>& in, ComputeType<T> 
   C out[PackSize<T>::value];
 #pragma unroll
   for (int j = 0; j < PackSize<T>::value; ++j) {
-    const C shifted = ToCompute(in.elem[j]) - max;
-    out[j] = kAlgorithm == Algorithm::kSoftmax ? Exp<T>(shifted) * scale : shifted - scale;
+    out[j] = RowOutput<T, kAlgorithm>(ToCompute(in.elem[j]) - max, scale);
   }
   return MakePack<T>(out);
 }
@@ -602,7 +630,7 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
                                      &row_value);
     const C shifted_sum = stats.sum * Exp<T>(stats.max - SafeShift(row_max));
     const C row_sum = BlockAllReduce(BlockReduce(reduce_storage).Sum(shifted_sum), &row_value);
-    const C scale = kAlgorithm == Algorithm::kSoftmax ? Reciprocal(row_sum) : Log(row_sum);
+    const C scale = RowScale<T, kAlgorithm>(row_sum);
 
     // Pass 2: recompute each element and write y; uncached edge packs last, alone. A pack
     // stored element by element goes through this thread's slot of the pack once it has been
@@ -678,6 +706,11 @@ struct Plan {
   int stages = 1;
   int cached_packs = 0;
   size_t smem = 0;
+  // The grid: one block per tile of rows (`tiles`), or, when `persistent`, only the blocks that
+  // fit on the device at once (`active_per_sm` on each SM), each striding over the tiles.
+  int64_t tiles = 0;
+  int active_per_sm = 0;
+  bool persistent = false;
   int grid = 0;
   LaunchFn launch = nullptr;
 };
@@ -711,8 +744,9 @@ void LaunchBlock(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t co
 
 // The warp ladder, shortest rows first. Rungs below 32 lanes hold one pack per lane; with 32
 // lanes the packs per lane grow in steps that keep the padding small. A dtype uses the rungs
-// that keep its row within 64 registers a lane (float and the 16-bit types: 2048 cols), or 16
-// for double (256 cols), whose exp needs many registers of its own.
+// that keep its row within 64 registers a lane (float: 2048 cols), 96 for the 16-bit types
+// (3072 cols; 138 registers in all, no spills), or 16 for double (256 cols), whose exp needs
+// many registers of its own.
 template <typename Fn>
 void ForEachWarpShape(Fn&& fn) {
   fn(WarpShape<1, 1>{});
@@ -732,7 +766,7 @@ void ForEachWarpShape(Fn&& fn) {
 
 template <typename T, typename Shape>
 constexpr bool kWarpShapeFits = Shape::packs * PackSize<T>::value * sizeof(ComputeType<T>) <=
-                                (std::is_same_v<T, double> ? 64 : 256);
+                                (std::is_same_v<T, double> ? 64 : kIs16Bit<T> ? 384 : 256);
 
 template <typename T>
 int64_t MaxWarpWindowPacks() {
@@ -755,22 +789,41 @@ void ForEachBlockSize(Fn&& fn) {
   if constexpr (kMaxBlockSize<T> >= 1024) { fn(std::integral_constant<int, 1024>{}); }
 }
 
-// A persistent grid: as many blocks as fit on the device at once, or fewer if the rows run out.
-inline int PersistentGrid(int64_t blocks_needed, const CudaDeviceInfo& info, int active_per_sm) {
+// The warp path's grid (see SetGrid): one block per tile for float and double, whose kernels
+// wait on memory and gain from the hardware's tight, in-order scheduling of blocks (5-9% on an
+// H200); persistent for the 16-bit types, whose kernels are bound by instruction issue and pay
+// for every block's start: up to 14% at 1536-2048 cols (NOTES.md, "Grid").
+template <typename T>
+constexpr bool kWarpPersistent = kIs16Bit<T>;
+
+// Sets the plan's grid over `tiles` tiles of rows. Both kernels stride over the tiles, so any
+// grid is correct; what differs is speed. One block per tile, scheduled by the hardware as
+// blocks retire, measured faster than a persistent grid of resident blocks wherever several
+// blocks fit on an SM: 5-13% for float on an H200 (NOTES.md, "Grid"). A persistent grid wins
+// only with one block per SM, where a block's two stages overlap its next row's copy with this
+// row's work. A grid of more than 2^31 - 1 blocks is capped; the stride covers the rest.
+inline void SetGrid(Plan& plan, int64_t tiles, const CudaDeviceInfo& info, int active_per_sm,
+                    bool persistent) {
+  plan.tiles = tiles;
+  plan.active_per_sm = active_per_sm;
+  plan.persistent = persistent;
   const int64_t resident = static_cast<int64_t>(info.sm_count) * std::max(active_per_sm, 1);
-  return static_cast<int>(std::min(blocks_needed, resident));
+  const int64_t grid = persistent ? std::min(tiles, resident) : tiles;
+  plan.grid = static_cast<int>(std::min<int64_t>(grid, 0x7fffffff));
 }
 
 // The one decision function. `x_aligned`: x starts on a 16-byte boundary (Describe, which has
-// no pointers, assumes it does).
+// no pointers, assumes it does). `allow_warp` = false plans a block path for any row (for
+// tools/softmax_lab.cu, which compares the paths).
 template <typename T, Algorithm kAlgorithm>
-Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_aligned) {
+Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_aligned,
+                 bool allow_warp = true) {
   constexpr int P = PackSize<T>::value;
   const int64_t window = MaxWindowPacks<T>(cols, x_aligned);
   Plan plan;
   plan.pack = P;
 
-  if (window <= MaxWarpWindowPacks<T>()) {
+  if (allow_warp && window <= MaxWarpWindowPacks<T>()) {
     bool chosen = false;
     ForEachWarpShape([&](auto shape) {
       using Shape = decltype(shape);
@@ -787,18 +840,21 @@ Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_
             &WarpSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::packs>);
         const int64_t rows_per_block = (kWarpBlockSize / kWarpSize) * (kWarpSize / Shape::width) *
                                        kWarpRows<T, Shape::packs>;
-        plan.grid = PersistentGrid((rows + rows_per_block - 1) / rows_per_block, info,
-                                   MaxActiveBlocksPerSm(kernel, info, kWarpBlockSize, 0));
+        SetGrid(plan, (rows + rows_per_block - 1) / rows_per_block, info,
+                MaxActiveBlocksPerSm(kernel, info, kWarpBlockSize, 0), kWarpPersistent<T>);
       }
     });
     return plan;
   }
 
-  // A block per row with the whole row cached: two stages when they fit, so that copying the
-  // next row overlaps the work on this one. Take the block size that keeps the most blocks
-  // resident, and of those the largest (more threads to share the row).
+  // A block per row with the whole row cached. Of the block sizes, take the one that keeps the
+  // most blocks resident, and of those the largest (more threads to share the row). When
+  // several blocks fit on an SM, each takes one row (one stage) and the hardware keeps the SM
+  // full. When only one fits, the grid is persistent and, if two rows fit in shared memory, the
+  // block copies its next row (second stage) while it works on this one.
   const size_t row_smem = static_cast<size_t>(window) * kPackBytes;
-  for (int stages = 2; stages >= 1; --stages) {
+  for (int stages = 1; stages <= 2; ++stages) {
+    Plan best;
     int best_active = 0;
     auto consider = [&](auto block_tag) {
       constexpr int kBlock = decltype(block_tag)::value;
@@ -809,20 +865,28 @@ Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_
       const int active = MaxActiveBlocksPerSm(kernel, info, kBlock, smem);
       if (active > 0 && active >= best_active) {
         best_active = active;
-        plan.path = Path::kBlockSmem;
-        plan.block = kBlock;
-        plan.stages = stages;
-        plan.cached_packs = static_cast<int>(window);
-        plan.smem = smem;
-        plan.launch = &LaunchBlock<T, kAlgorithm, kBlock>;
+        best.path = Path::kBlockSmem;
+        best.pack = P;
+        best.block = kBlock;
+        best.stages = stages;
+        best.cached_packs = static_cast<int>(window);
+        best.smem = smem;
+        best.launch = &LaunchBlock<T, kAlgorithm, kBlock>;
       }
     };
     ForEachBlockSize<T>(consider);
-    if (best_active > 0) {
-      plan.grid = PersistentGrid(rows, info, best_active);
-      return plan;
+    if (best_active == 0) { break; }  // the row does not fit (twice, for stages = 2)
+    const bool one_per_sm = best_active == 1;
+    if (stages == 1 && one_per_sm) {
+      plan = best;  // kept in case two stages do not fit
+      SetGrid(plan, rows, info, best_active, /*persistent=*/true);
+      continue;
     }
+    plan = best;
+    SetGrid(plan, rows, info, best_active, /*persistent=*/one_per_sm);
+    return plan;
   }
+  if (plan.path == Path::kBlockSmem) { return plan; }
 
   // The row is longer than shared memory: one block of the largest size per SM caches as much
   // of it as fits, and re-reads only the rest. Keeping to one row per SM keeps that re-read
@@ -838,7 +902,8 @@ Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_
   ONEFLITE_CHECK(plan.cached_packs >= kBlock, RuntimeError, "softmax: ", plan.smem,
                  " bytes of shared memory per block are too few for the block_online path");
   plan.launch = &LaunchBlock<T, kAlgorithm, kBlock>;
-  plan.grid = PersistentGrid(rows, info, MaxActiveBlocksPerSm(kernel, info, kBlock, plan.smem));
+  SetGrid(plan, rows, info, MaxActiveBlocksPerSm(kernel, info, kBlock, plan.smem),
+          /*persistent=*/true);
   return plan;
 }
 

@@ -1,0 +1,95 @@
+// The launch planner's host-side helpers: the occupancy and device-info caches PlanSoftmax
+// reads, and the text Describe prints. Kept apart from the registration (softmax.cu) so that
+// tools/softmax_lab.cu can link the planner without the framework.
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <tuple>
+
+#include "ep/primitive/softmax_kernels.cuh"
+
+namespace oneflite::ep::primitive {
+
+namespace cuda_softmax {
+
+size_t MaxDynamicSmem(const void* kernel, const CudaDeviceInfo& info) {
+  static std::mutex mutex;
+  static std::map<std::pair<const void*, int>, size_t> limits;
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto key = std::make_pair(kernel, info.index);
+  if (auto it = limits.find(key); it != limits.end()) { return it->second; }
+  cudaFuncAttributes attributes;
+  ONEFLITE_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+  const size_t optin = static_cast<size_t>(info.max_shared_memory_per_block_optin);
+  const size_t limit = optin > attributes.sharedSizeBytes ? optin - attributes.sharedSizeBytes : 0;
+  ONEFLITE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(limit)));
+  limits.emplace(key, limit);
+  return limit;
+}
+
+int MaxActiveBlocksPerSm(const void* kernel, const CudaDeviceInfo& info, int block_size,
+                         size_t dynamic_smem) {
+  static std::mutex mutex;
+  static std::map<std::tuple<const void*, int, int, size_t>, int> answers;
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto key = std::make_tuple(kernel, info.index, block_size, dynamic_smem);
+  if (auto it = answers.find(key); it != answers.end()) { return it->second; }
+  int blocks = 0;
+  ONEFLITE_CUDA_CHECK(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, block_size, dynamic_smem));
+  answers.emplace(key, blocks);
+  return blocks;
+}
+
+const CudaDeviceInfo& CurrentDeviceInfo() {
+  static std::mutex mutex;
+  static std::map<int, CudaDeviceInfo> infos;  // std::map: references stay valid as it grows
+  int device = 0;
+  ONEFLITE_CUDA_CHECK(cudaGetDevice(&device));
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = infos.find(device); it != infos.end()) { return it->second; }
+  auto attribute = [device](cudaDeviceAttr attr) {
+    int value = 0;
+    ONEFLITE_CUDA_CHECK(cudaDeviceGetAttribute(&value, attr, device));
+    return value;
+  };
+  // The same fields, from the same attributes, as CudaStream reads for its device_info().
+  CudaDeviceInfo info;
+  info.index = device;
+  info.sm_count = attribute(cudaDevAttrMultiProcessorCount);
+  info.max_threads_per_sm = attribute(cudaDevAttrMaxThreadsPerMultiProcessor);
+  info.max_threads_per_block = attribute(cudaDevAttrMaxThreadsPerBlock);
+  info.max_shared_memory_per_block = attribute(cudaDevAttrMaxSharedMemoryPerBlock);
+  info.max_shared_memory_per_block_optin = attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin);
+  info.max_shared_memory_per_sm = attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor);
+  info.l2_cache_bytes = attribute(cudaDevAttrL2CacheSize);
+  info.major = attribute(cudaDevAttrComputeCapabilityMajor);
+  info.minor = attribute(cudaDevAttrComputeCapabilityMinor);
+  return infos.emplace(device, info).first->second;
+}
+
+std::string ToString(const Plan& plan) {
+  std::ostringstream out;
+  switch (plan.path) {
+    case Path::kWarp:
+      out << "warp: pack=" << plan.pack << " cols_per_thread=" << plan.cols_per_thread
+          << " thread_group_width=" << plan.width << " rows_per_access=" << plan.rows_per_access
+          << " block=" << plan.block;
+      break;
+    case Path::kBlockSmem:
+      out << "block_smem: pack=" << plan.pack << " block=" << plan.block
+          << " stages=" << plan.stages << " smem=" << plan.smem;
+      break;
+    case Path::kBlockOnline:
+      out << "block_online: pack=" << plan.pack << " block=" << plan.block << " smem=" << plan.smem
+          << " cached_cols=" << static_cast<int64_t>(plan.cached_packs) * plan.pack;
+      break;
+  }
+  out << " grid=" << plan.grid << (plan.persistent ? " (persistent)" : "");
+  return out.str();
+}
+
+}  // namespace cuda_softmax
+
+}  // namespace oneflite::ep::primitive

@@ -1,0 +1,275 @@
+// softmax_lab: times the CUDA softmax kernels directly, next to a device copy of the same bytes,
+// with or without one of the planner's choices undone. This is how the departures from the
+// reference design in docs/cuda/departures.md were measured: each variant is the production
+// plan with one decision changed, run by the production kernels.
+//
+//   tools/softmax_lab.sh [options]          (builds this file with nvcc, then runs it)
+//
+//   --dtype half|bfloat16|float|double   repeatable; default half, bfloat16, float
+//   --algo softmax|log_softmax           default softmax
+//   --cols N ...                         default the benchmark's sweep
+//   --variant NAME ...                   default | grid=tiles | grid=persistent | path=block |
+//                                        smem=48k
+//                                        (several run side by side; smem=48k runs alone)
+//   --reps N                             timed calls per shape (default 20, the median is kept)
+//
+//   default     the plan PlanSoftmax makes
+//   grid=tiles       one block per tile of rows, never a persistent grid
+//   grid=persistent  always a persistent grid: the resident blocks stride over the tiles
+//   path=block  a block path even for rows the warp path takes
+
+//   smem=48k    planned as if shared memory stopped at the 48 KiB default (no opt-in)
+//
+// Each line: dtype algo variant cols rows plan copy_GB/s GB/s fraction_of_copy max_error,
+// where GB/s counts bytes read plus written, and max_error compares 64 sampled rows with a
+// float64 softmax computed on the host.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "ep/primitive/softmax_kernels.cuh"
+
+namespace {
+
+using namespace oneflite::ep;
+using namespace oneflite::ep::primitive::cuda_softmax;
+
+#define LAB_CHECK(expr)                                                               \
+  do {                                                                                \
+    const cudaError_t status = (expr);                                                \
+    if (status != cudaSuccess) {                                                      \
+      std::fprintf(stderr, "%s: %s\n", #expr, cudaGetErrorString(status));           \
+      std::exit(1);                                                                   \
+    }                                                                                 \
+  } while (0)
+
+// -DLAB_DTYPE=1 (half), 2 (bfloat16), 3 (float) or 4 (double) builds a binary for one dtype;
+// the script builds the dtypes in parallel.
+#ifdef LAB_DTYPE
+#define LAB_HAS(code) (LAB_DTYPE == (code))
+#else
+#define LAB_HAS(code) 1
+#endif
+
+const std::vector<int64_t> kSweep = {32,   64,   100,  128,  256,   512,   768,   1000,  1024, 1025,
+                                     1536, 2048, 3072, 4096, 5000,  8192,  12345, 16384, 32768, 65536};
+
+struct Options {
+  std::vector<std::string> dtypes;
+  std::vector<int64_t> cols;
+  Algorithm algo = Algorithm::kSoftmax;
+  std::vector<std::string> variants;
+  int reps = 20;
+};
+
+[[maybe_unused]] float ToFloat(__half v) { return __half2float(v); }
+[[maybe_unused]] float ToFloat(__nv_bfloat16 v) { return __bfloat162float(v); }
+[[maybe_unused]] float ToFloat(float v) { return v; }
+[[maybe_unused]] double ToFloat(double v) { return v; }
+template <typename T>
+T FromFloat(float v) {
+  if constexpr (std::is_same_v<T, __half>) {
+    return __float2half_rn(v);
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return __float2bfloat16_rn(v);
+  } else {
+    return static_cast<T>(v);
+  }
+}
+
+// The median time in ms of `reps` calls of fn, each between its own pair of events.
+template <typename Fn>
+float MedianMs(cudaStream_t stream, int reps, Fn&& fn) {
+  cudaEvent_t begin, end;
+  LAB_CHECK(cudaEventCreate(&begin));
+  LAB_CHECK(cudaEventCreate(&end));
+  for (int i = 0; i < 3; ++i) { fn(); }
+  std::vector<float> times;
+  for (int i = 0; i < reps; ++i) {
+    LAB_CHECK(cudaEventRecord(begin, stream));
+    fn();
+    LAB_CHECK(cudaEventRecord(end, stream));
+    LAB_CHECK(cudaEventSynchronize(end));
+    float ms = 0;
+    LAB_CHECK(cudaEventElapsedTime(&ms, begin, end));
+    times.push_back(ms);
+  }
+  LAB_CHECK(cudaEventDestroy(begin));
+  LAB_CHECK(cudaEventDestroy(end));
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+// The planner's choice, with the variant's one decision undone.
+template <typename T>
+Plan VariantPlan(const Options& options, const std::string& variant, const CudaDeviceInfo& info,
+                 int64_t rows, int64_t cols) {
+  const bool allow_warp = variant != "path=block";
+  Plan plan = options.algo == Algorithm::kSoftmax
+                  ? PlanSoftmax<T, Algorithm::kSoftmax>(info, rows, cols, true, allow_warp)
+                  : PlanSoftmax<T, Algorithm::kLogSoftmax>(info, rows, cols, true, allow_warp);
+  const int64_t resident = static_cast<int64_t>(info.sm_count) * plan.active_per_sm;
+  if (variant == "grid=tiles") {
+    plan.persistent = false;
+    plan.grid = static_cast<int>(std::min<int64_t>(plan.tiles, 0x7fffffff));
+  } else if (variant == "grid=persistent") {
+    plan.persistent = true;
+    plan.grid = static_cast<int>(std::min(plan.tiles, resident));
+  }
+  return plan;
+}
+
+template <typename T>
+void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& info,
+              cudaStream_t stream) {
+  for (const int64_t cols : options.cols) {
+    const int64_t rows = cols <= 2048 ? 98304 : (int64_t{1} << 27) / cols;
+    const int64_t n = rows * cols;
+    // Uniform in [-8, 8) from a hash of the index: cheap enough for 100M elements.
+    std::vector<T> host_x(n);
+    for (int64_t i = 0; i < n; ++i) {
+      uint64_t h = static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull;
+      h ^= h >> 29;
+      h *= 0xBF58476D1CE4E5B9ull;
+      h ^= h >> 32;
+      host_x[i] = FromFloat<T>((static_cast<float>(h & 0xFFFFFF) / 16777216.f - 0.5f) * 16.f);
+    }
+    T *x = nullptr, *y = nullptr, *copy = nullptr;
+    const size_t bytes = n * sizeof(T);
+    LAB_CHECK(cudaMalloc(&x, bytes));
+    LAB_CHECK(cudaMalloc(&y, bytes));
+    LAB_CHECK(cudaMalloc(&copy, bytes));
+    LAB_CHECK(cudaMemcpy(x, host_x.data(), bytes, cudaMemcpyHostToDevice));
+
+    const float copy_ms = MedianMs(stream, options.reps, [&] {
+      LAB_CHECK(cudaMemcpyAsync(copy, x, bytes, cudaMemcpyDeviceToDevice, stream));
+    });
+    for (const std::string& variant : options.variants) {
+      const Plan plan = VariantPlan<T>(options, variant, info, rows, cols);
+      LAB_CHECK(cudaMemset(y, 0xff, bytes));  // NaN: a row the kernel skipped cannot pass
+      const float ms = MedianMs(stream, options.reps,
+                                [&] { plan.launch(plan, stream, rows, cols, x, y); });
+      LAB_CHECK(cudaStreamSynchronize(stream));
+      LAB_CHECK(cudaGetLastError());
+
+      // 64 rows spread over the tensor (the first and the last included) against float64.
+      std::vector<T> host_y(cols);
+      double max_error = 0;
+      for (int s = 0; s < 64; ++s) {
+        const int64_t row = s * (rows - 1) / 63;
+        LAB_CHECK(cudaMemcpy(host_y.data(), y + row * cols, cols * sizeof(T),
+                             cudaMemcpyDeviceToHost));
+        const T* in = host_x.data() + row * cols;
+        double max = -INFINITY, sum = 0;
+        for (int64_t c = 0; c < cols; ++c) { max = std::max<double>(max, ToFloat(in[c])); }
+        for (int64_t c = 0; c < cols; ++c) { sum += std::exp(ToFloat(in[c]) - max); }
+        for (int64_t c = 0; c < cols; ++c) {
+          const double shifted = ToFloat(in[c]) - max;
+          const double want = options.algo == Algorithm::kSoftmax ? std::exp(shifted) / sum
+                                                                  : shifted - std::log(sum);
+          const double err = std::abs(ToFloat(host_y[c]) - want) / std::max(1.0, std::abs(want));
+          if (!(err <= max_error)) { max_error = err; }  // NaN sticks
+        }
+      }
+      const double gbps = 2.0 * bytes / (ms * 1e6), copy_gbps = 2.0 * bytes / (copy_ms * 1e6);
+      std::printf("%-8s %-11s %-8s %6lld %6lld  %-90s %7.1f %7.1f %6.3f %.2e\n", name,
+                  options.algo == Algorithm::kSoftmax ? "softmax" : "log_softmax",
+                  variant.c_str(), static_cast<long long>(cols),
+                  static_cast<long long>(rows), ToString(plan).c_str(), copy_gbps, gbps,
+                  gbps / copy_gbps, max_error);
+      std::fflush(stdout);
+    }
+    LAB_CHECK(cudaFree(x));
+    LAB_CHECK(cudaFree(y));
+    LAB_CHECK(cudaFree(copy));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&] {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", arg.c_str());
+        std::exit(2);
+      }
+      return std::string(argv[++i]);
+    };
+    if (arg == "--dtype") {
+      options.dtypes.push_back(value());
+    } else if (arg == "--algo") {
+      options.algo = value() == "log_softmax" ? Algorithm::kLogSoftmax : Algorithm::kSoftmax;
+    } else if (arg == "--variant") {
+      options.variants.push_back(value());
+    } else if (arg == "--reps") {
+      options.reps = std::stoi(value());
+    } else if (arg == "--cols") {
+      while (i + 1 < argc && argv[i + 1][0] != '-') { options.cols.push_back(std::stoll(argv[++i])); }
+    } else {
+      std::fprintf(stderr, "unknown option %s (see the comment at the top of softmax_lab.cu)\n",
+                   arg.c_str());
+      return 2;
+    }
+  }
+  if (options.dtypes.empty()) { options.dtypes = {"half", "bfloat16", "float"}; }
+  if (options.cols.empty()) { options.cols = kSweep; }
+  if (options.variants.empty()) { options.variants = {"default"}; }
+  const bool small_smem =
+      std::find(options.variants.begin(), options.variants.end(), "smem=48k") != options.variants.end();
+  if (small_smem && options.variants.size() > 1) {
+    std::fprintf(stderr, "smem=48k changes the whole process's plans: run it alone\n");
+    return 2;
+  }
+
+  CudaDeviceInfo info = CurrentDeviceInfo();
+  if (small_smem) {
+    // The planner asks MaxDynamicSmem, which reads the opt-in limit from the device info.
+    info.max_shared_memory_per_block_optin = info.max_shared_memory_per_block;
+  }
+  cudaDeviceProp prop;
+  LAB_CHECK(cudaGetDeviceProperties(&prop, info.index));
+  std::printf("# %s, %d SMs\n", prop.name, info.sm_count);
+  cudaStream_t stream;
+  LAB_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  for (const std::string& dtype : options.dtypes) {
+#if LAB_HAS(1)
+    if (dtype == "half") {
+      RunDtype<__half>(options, "half", info, stream);
+      continue;
+    }
+#endif
+#if LAB_HAS(2)
+    if (dtype == "bfloat16") {
+      RunDtype<__nv_bfloat16>(options, "bfloat16", info, stream);
+      continue;
+    }
+#endif
+#if LAB_HAS(3)
+    if (dtype == "float") {
+      RunDtype<float>(options, "float", info, stream);
+      continue;
+    }
+#endif
+#if LAB_HAS(4)
+    if (dtype == "double") {
+      RunDtype<double>(options, "double", info, stream);
+      continue;
+    }
+#endif
+    {
+      std::fprintf(stderr, "dtype %s is unknown or not in this build\n", dtype.c_str());
+      return 2;
+    }
+  }
+  return 0;
+}
