@@ -75,6 +75,7 @@ std::string ToString(const Plan& plan) {
     case Path::kWarp:
       out << "warp: pack=" << plan.pack << " cols_per_thread=" << plan.cols_per_thread
           << " thread_group_width=" << plan.width << " rows_per_access=" << plan.rows_per_access
+          << (plan.ragged ? " ragged" : "")
           << " block=" << plan.block;
       break;
     case Path::kBlockSmem:
