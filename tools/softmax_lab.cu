@@ -17,6 +17,7 @@
 //   grid=tiles       one block per tile of rows, never a persistent grid
 //   grid=persistent  always a persistent grid: the resident blocks stride over the tiles
 //   path=block  a block path even for rows the warp path takes
+//   online=N    block_online with N (2 or 4) blocks per SM, each caching 1/N of shared memory
 
 //   smem=48k    planned as if shared memory stopped at the 48 KiB default (no opt-in)
 //
@@ -122,6 +123,36 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
   } else if (variant == "grid=persistent") {
     plan.persistent = true;
     plan.grid = static_cast<int>(std::min(plan.tiles, resident));
+  } else if (variant.rfind("online=", 0) == 0 && plan.path != Path::kWarp) {
+    // block_online with N blocks per SM, each caching 1/N of the SM's shared memory.
+    const int n = std::stoi(variant.substr(7));
+    const size_t smem = (static_cast<size_t>(info.max_shared_memory_per_sm) / n - 2048) / 16 * 16;
+    auto use = [&](auto block_tag) {
+      constexpr int kBlock = decltype(block_tag)::value;
+      const void* kernel =
+          options.algo == Algorithm::kSoftmax
+              ? reinterpret_cast<const void*>(&BlockSoftmaxKernel<T, Algorithm::kSoftmax, kBlock>)
+              : reinterpret_cast<const void*>(
+                    &BlockSoftmaxKernel<T, Algorithm::kLogSoftmax, kBlock>);
+      plan.launch = options.algo == Algorithm::kSoftmax
+                        ? &LaunchBlock<T, Algorithm::kSoftmax, kBlock>
+                        : &LaunchBlock<T, Algorithm::kLogSoftmax, kBlock>;
+      plan.block = kBlock;
+      MaxDynamicSmem(kernel, info);  // raises the kernel's limit
+      plan.active_per_sm = MaxActiveBlocksPerSm(kernel, info, kBlock, smem);
+    };
+    if (n == 2) {
+      use(std::integral_constant<int, 512>{});
+    } else {
+      use(std::integral_constant<int, 256>{});
+    }
+    plan.path = Path::kBlockOnline;
+    plan.stages = 1;
+    plan.smem = smem;
+    plan.cached_packs = static_cast<int>(smem / kPackBytes);
+    plan.persistent = true;
+    plan.grid = static_cast<int>(
+        std::min<int64_t>(rows, static_cast<int64_t>(info.sm_count) * plan.active_per_sm));
   }
   return plan;
 }
