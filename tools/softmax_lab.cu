@@ -147,7 +147,6 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
       use(std::integral_constant<int, 256>{});
     }
     plan.path = Path::kBlockOnline;
-    plan.stages = 1;
     plan.smem = smem;
     plan.cached_packs = static_cast<int>(smem / kPackBytes);
     plan.persistent = true;

@@ -548,22 +548,21 @@ __device__ __forceinline__ int PacksOwned(Index window, int tid) {
   return tid < window ? static_cast<int>((window - 1 - tid) / kBlock) + 1 : 0;
 }
 
-// One block per row, persistent over rows. Thread t owns window packs k = t + i * kBlock. The
+// One block per row, striding over rows. Thread t owns window packs k = t + i * kBlock. The
 // first `cached_packs` packs of a row's window go to dynamic shared memory, pack k at index k of
-// the row's stage, by asynchronous copies (cp.async): a thread requests its whole share at once,
+// the cache, by asynchronous copies (cp.async): a thread requests its whole share at once,
 // holding no registers while the copies fly, and only ever reads back what it copied itself, so
 // neither the copies nor the reads need a barrier, and consecutive threads touch consecutive
-// 16-byte words (free of bank conflicts). With `stages` = 2 the block copies its next row into
-// the other stage while it works on this one. Packs past `cached_packs` (rows longer than shared
-// memory) are read from x in pass 1 and again in pass 2, right after the cached part, while they
-// are likely still in L2.
+// 16-byte words (free of bank conflicts). While one block waits on its copies, the SM's other
+// blocks compute. Packs past `cached_packs` (rows longer than shared memory) are read from x in
+// pass 1 and again in pass 2, right after the cached part, while they are likely still in L2.
 //
 // Counters of packs are int: a row that fits in memory has fewer than 2^31 * kBlock packs.
 // Positions in the row are int64.
 template <typename T, Algorithm kAlgorithm, int kBlock>
 __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
     BlockSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int64_t cols,
-                       int cached_packs, int stages, bool y_vector_ok) {
+                       int cached_packs, bool y_vector_ok) {
   using C = ComputeType<T>;
   constexpr int P = PackSize<T>::value;
   constexpr int U = kBlockUnroll<T>;
@@ -576,15 +575,15 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
   const int cached = PacksOwned<kBlock>(cached_packs, tid);
   const T* x_end = x + rows * cols;
 
-  // Starts copying this thread's cached packs of `row` into `stage`. A pack that straddles a
+  // Starts copying this thread's cached packs of `row`. A pack that straddles a
   // row boundary is copied whole (the neighbour's elements are masked later). Only the tensor's
   // own first and last packs may reach outside it: those two are loaded element by element.
-  auto prefetch = [&](int64_t row, int stage) {
+  auto prefetch = [&](int64_t row) {
     const T* x_row = x + row * cols;
     const int head = HeadOffset(x_row);
     const int n = min(PacksOwned<kBlock>((head + cols + P - 1) / P, tid), cached);
     const Pack<T>* src = reinterpret_cast<const Pack<T>*>(x_row - head) + tid;
-    Pack<T>* dst = slots + stage * cached_packs;
+    Pack<T>* dst = slots;
     const bool at_tensor_end =
         (row == 0 && head > 0) || (row == rows - 1 && (head + cols) % P != 0);
     if (!at_tensor_end) {
@@ -608,20 +607,12 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
     __pipeline_commit();
   };
 
-  // With two stages, row r + gridDim.x is copied while row r is worked on; with one, each row
-  // is copied just before it is worked on (the block's other rows in flight are other blocks').
-  int stage = 0;
-  if (stages == 2 && blockIdx.x < rows) { prefetch(blockIdx.x, 0); }
+  // A block that strides to a further row copies it over the last one's cache: each thread
+  // overwrites only slots it has finished reading itself.
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const int64_t fetch = stages == 2 ? row + gridDim.x : row;
-    if (fetch < rows) { prefetch(fetch, stage ^ (stages - 1)); }
-    if (stages == 2 && fetch < rows) {
-      __pipeline_wait_prior(1);
-    } else {
-      __pipeline_wait_prior(0);
-    }
-    Pack<T>* const buffer = slots + stage * cached_packs;
-    stage ^= stages - 1;
+    prefetch(row);
+    __pipeline_wait_prior(0);
+    Pack<T>* const buffer = slots;
 
     const T* x_row = x + row * cols;
     T* y_row = y + row * cols;
@@ -759,7 +750,6 @@ struct Plan {
   // All paths.
   int block = 0;
   // Block paths.
-  int stages = 1;
   int cached_packs = 0;
   size_t smem = 0;
   // The grid: one block per tile of rows (`tiles`), or, when `persistent`, only the blocks that
@@ -793,7 +783,7 @@ template <typename T, Algorithm kAlgorithm, int kBlock>
 void LaunchBlock(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols, const void* x,
                  void* y) {
   BlockSoftmaxKernel<T, kAlgorithm, kBlock><<<plan.grid, kBlock, plan.smem, stream>>>(
-      static_cast<const T*>(x), static_cast<T*>(y), rows, cols, plan.cached_packs, plan.stages,
+      static_cast<const T*>(x), static_cast<T*>(y), rows, cols, plan.cached_packs,
       SameAlignment(x, y));
   ONEFLITE_CUDA_CHECK_LAUNCH();
 }
@@ -845,19 +835,12 @@ void ForEachBlockSize(Fn&& fn) {
   if constexpr (kMaxBlockSize<T> >= 1024) { fn(std::integral_constant<int, 1024>{}); }
 }
 
-// The warp path's grid (see SetGrid): one block per tile for float and double, whose kernels
-// wait on memory and gain from the hardware's tight, in-order scheduling of blocks (5-9% on an
-// H200); persistent for the 16-bit types, whose kernels are bound by instruction issue and pay
-// for every block's start: up to 14% at 1536-2048 cols (NOTES.md, "Grid").
-template <typename T>
-constexpr bool kWarpPersistent = kIs16Bit<T>;
-
 // Sets the plan's grid over `tiles` tiles of rows. Both kernels stride over the tiles, so any
 // grid is correct; what differs is speed. One block per tile, scheduled by the hardware as
-// blocks retire, measured faster than a persistent grid of resident blocks wherever several
-// blocks fit on an SM: 5-13% for float on an H200 (NOTES.md, "Grid"). A persistent grid wins
-// only with one block per SM, where a block's two stages overlap its next row's copy with this
-// row's work. A grid of more than 2^31 - 1 blocks is capped; the stride covers the rest.
+// blocks retire, measured faster than a persistent grid of only the resident blocks on every
+// path where two or more blocks fit on an SM: 5-13% for float, and up to 11% for the 16-bit
+// types on an H200 (NOTES.md, "Grid"), and on par where one block fills an SM. A grid of more
+// than 2^31 - 1 blocks is capped; the stride covers the rest.
 inline void SetGrid(Plan& plan, int64_t tiles, const CudaDeviceInfo& info, int active_per_sm,
                     bool persistent) {
   plan.tiles = tiles;
@@ -891,11 +874,10 @@ bool PlanTwoPerSm(const CudaDeviceInfo& info, int64_t rows, int64_t window, Plan
   if (active < 2) { return false; }
   plan.path = cached == window ? Path::kBlockSmem : Path::kBlockOnline;
   plan.block = kBlock;
-  plan.stages = 1;
   plan.cached_packs = static_cast<int>(cached);
   plan.smem = used;
   plan.launch = &LaunchBlock<T, kAlgorithm, kBlock>;
-  SetGrid(plan, rows, info, active, /*persistent=*/true);
+  SetGrid(plan, rows, info, active, /*persistent=*/false);
   return true;
 }
 
@@ -935,62 +917,46 @@ Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_
         const int64_t rows_per_block = (kWarpBlockSize / kWarpSize) * (kWarpSize / Shape::width) *
                                        kWarpRows<T, Shape::packs>;
         SetGrid(plan, (rows + rows_per_block - 1) / rows_per_block, info,
-                MaxActiveBlocksPerSm(kernel, info, kWarpBlockSize, 0), kWarpPersistent<T>);
+                MaxActiveBlocksPerSm(kernel, info, kWarpBlockSize, 0), /*persistent=*/false);
       }
     });
     return plan;
   }
 
   // A block per row with the whole row cached. Of the block sizes, take the one that keeps the
-  // most blocks resident, and of those the largest (more threads to share the row). When
-  // several blocks fit on an SM, each takes one row (one stage) and the hardware keeps the SM
-  // full. When only one fits, the grid is persistent and, if two rows fit in shared memory, the
-  // block copies its next row (second stage) while it works on this one.
+  // most blocks resident, and of those the largest (more threads to share the row); while one
+  // block waits on its copies, the others compute. When only one block fits on an SM, two
+  // half-size blocks that cache part of the row each (PlanTwoPerSm) measured faster.
   const size_t row_smem = static_cast<size_t>(window) * kPackBytes;
-  for (int stages = 1; stages <= 2; ++stages) {
-    Plan best;
-    int best_active = 0;
-    auto consider = [&](auto block_tag) {
-      constexpr int kBlock = decltype(block_tag)::value;
-      const auto* kernel =
-          reinterpret_cast<const void*>(&BlockSoftmaxKernel<T, kAlgorithm, kBlock>);
-      const size_t smem = stages * row_smem;
-      if (smem > MaxDynamicSmem(kernel, info)) { return; }
-      const int active = MaxActiveBlocksPerSm(kernel, info, kBlock, smem);
-      if (active > 0 && active >= best_active) {
-        best_active = active;
-        best.path = Path::kBlockSmem;
-        best.pack = P;
-        best.block = kBlock;
-        best.stages = stages;
-        best.cached_packs = static_cast<int>(window);
-        best.smem = smem;
-        best.launch = &LaunchBlock<T, kAlgorithm, kBlock>;
-      }
-    };
-    ForEachBlockSize<T>(consider);
-    if (best_active == 0) { break; }  // the row does not fit (twice, for stages = 2)
-    const bool one_per_sm = best_active == 1;
-    if (stages == 1 && one_per_sm) {
-      if (PlanTwoPerSm<T, kAlgorithm>(info, rows, window, plan)) { return plan; }
-      plan = best;  // kept in case two stages do not fit
-      SetGrid(plan, rows, info, best_active, /*persistent=*/true);
-      continue;
+  int best_active = 0;
+  auto consider = [&](auto block_tag) {
+    constexpr int kBlock = decltype(block_tag)::value;
+    const auto* kernel = reinterpret_cast<const void*>(&BlockSoftmaxKernel<T, kAlgorithm, kBlock>);
+    if (row_smem > MaxDynamicSmem(kernel, info)) { return; }
+    const int active = MaxActiveBlocksPerSm(kernel, info, kBlock, row_smem);
+    if (active > 0 && active >= best_active) {
+      best_active = active;
+      plan.path = Path::kBlockSmem;
+      plan.block = kBlock;
+      plan.cached_packs = static_cast<int>(window);
+      plan.smem = row_smem;
+      plan.launch = &LaunchBlock<T, kAlgorithm, kBlock>;
     }
-    plan = best;
-    SetGrid(plan, rows, info, best_active, /*persistent=*/one_per_sm);
+  };
+  ForEachBlockSize<T>(consider);
+  if (best_active == 1 && PlanTwoPerSm<T, kAlgorithm>(info, rows, window, plan)) { return plan; }
+  if (best_active > 0) {
+    SetGrid(plan, rows, info, best_active, /*persistent=*/false);
     return plan;
   }
-  if (plan.path == Path::kBlockSmem) { return plan; }
 
   // The row is longer than shared memory: one block of the largest size per SM caches as much
-  // of it as fits, and re-reads only the rest. Keeping to one row per SM keeps that re-read
-  // close behind the first read, so it usually hits L2.
+  // of it as fits, and re-reads only the rest. One row per SM at a time keeps that re-read close
+  // behind the first read, so it usually hits L2.
   constexpr int kBlock = kMaxBlockSize<T>;
   const auto* kernel = reinterpret_cast<const void*>(&BlockSoftmaxKernel<T, kAlgorithm, kBlock>);
   plan.path = Path::kBlockOnline;
   plan.block = kBlock;
-  plan.stages = 1;
   plan.cached_packs = static_cast<int>(MaxDynamicSmem(kernel, info) / kPackBytes);
   plan.smem = static_cast<size_t>(plan.cached_packs) * kPackBytes;
   // Pass 2 stages element-wise stores of uncached packs in each thread's first slot.
@@ -998,7 +964,7 @@ Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_
                  " bytes of shared memory per block are too few for the block_online path");
   plan.launch = &LaunchBlock<T, kAlgorithm, kBlock>;
   SetGrid(plan, rows, info, MaxActiveBlocksPerSm(kernel, info, kBlock, plan.smem),
-          /*persistent=*/true);
+          /*persistent=*/false);
   return plan;
 }
 

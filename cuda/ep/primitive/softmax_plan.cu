@@ -79,8 +79,7 @@ std::string ToString(const Plan& plan) {
           << " block=" << plan.block;
       break;
     case Path::kBlockSmem:
-      out << "block_smem: pack=" << plan.pack << " block=" << plan.block
-          << " stages=" << plan.stages << " smem=" << plan.smem;
+      out << "block_smem: pack=" << plan.pack << " block=" << plan.block << " smem=" << plan.smem;
       break;
     case Path::kBlockOnline:
       out << "block_online: pack=" << plan.pack << " block=" << plan.block << " smem=" << plan.smem
