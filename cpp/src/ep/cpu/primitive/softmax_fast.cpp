@@ -199,8 +199,8 @@ class FastSoftmax final : public Interface {
 
   std::string Describe(int64_t rows, int64_t cols) const override {
     return std::string(IsaDescription(isa_)) +
-           ", polynomial exp, 2 passes over x per row, " + std::to_string(ThreadsFor(rows, cols)) +
-           " OpenMP thread(s)";
+           ", polynomial exp, 3 vector loops per row (x from memory once), " +
+           std::to_string(ThreadsFor(rows, cols)) + " OpenMP thread(s)";
   }
 
  private:
