@@ -5,6 +5,7 @@
 //    tests check against NumPy and ml_dtypes): every 16-bit pattern widened; narrowed, floats
 //    with every sign and exponent and the mantissa endings that decide rounding (ties, one
 //    either side of a tie), float subnormals, the overflow threshold, infinities and NaNs.
+//  * the float exp: within 1 ulp where it is not 0, 0 where it should be;
 //  * Rows() against a plain long-double softmax, every dtype, many row lengths.
 //
 // Variants: portable 4 lanes; on x86-64 with GCC also AVX2 (8 lanes, F16C) and AVX-512 (16
@@ -159,6 +160,46 @@ void CheckConversions(int lanes, Widen widen, Narrow narrow, const char* type) {
   }
 }
 
+// ---- exp ----------------------------------------------------------------------------------------
+
+// Every 61st float in [-87.3, 0] within `ulps` of exp in double (exp(0) exactly 1); exactly 0
+// from -87.7 down to -inf; NaN stays NaN. With fused multiply-adds the polynomial keeps within
+// 1 ulp; without (baseline x86-64), each step rounds twice, and 2 ulp is the bound.
+template <typename ExpFn>
+void CheckExp(int lanes, ExpFn exp_fn, double ulps, const char* name) {
+  std::vector<float> in, out;
+  for (uint32_t u = 0x80000000u; u <= Bits(-87.3f); u += 61) { in.push_back(FromBits(u)); }
+  for (uint32_t u = Bits(-87.7f); u < 0xff800000u; u += 99991) { in.push_back(FromBits(u)); }
+  in.push_back(-0.0f);
+  in.push_back(0.0f);
+  in.push_back(-std::numeric_limits<float>::infinity());
+  in.push_back(std::numeric_limits<float>::quiet_NaN());
+  while (in.size() % lanes != 0) { in.push_back(0.0f); }
+  out.resize(in.size());
+  for (size_t i = 0; i < in.size(); i += lanes) { exp_fn(&in[i], &out[i]); }
+  for (size_t i = 0; i < in.size(); ++i) {
+    const double want = std::exp(static_cast<double>(in[i]));
+    bool ok;
+    if (std::isnan(in[i])) {
+      ok = std::isnan(out[i]);
+    } else if (in[i] <= -87.7f) {
+      ok = out[i] == 0.0f;
+    } else if (in[i] == 0.0f) {
+      ok = out[i] == 1.0f;
+    } else {
+      const float rounded = static_cast<float>(want);
+      const double ulp = std::nextafter(rounded, INFINITY) - rounded;
+      ok = std::fabs(out[i] - want) <= ulps * ulp;
+    }
+    if (!ok) {
+      char text[160];
+      std::snprintf(text, sizeof(text), "%s exp(%.9g) = %.9g, want %.9g", name, in[i], out[i],
+                    want);
+      throw Failure{text};
+    }
+  }
+}
+
 // ---- rows ---------------------------------------------------------------------------------------
 
 template <typename T>
@@ -203,13 +244,16 @@ void CheckRows(RowsFn rows_fn, const char* type, std::mt19937& rng) {
   for (int64_t c : {100, 127, 128, 129, 1000, 1023, 1025, 4099, 20000}) { lengths.push_back(c); }
   std::normal_distribution<double> normal(0.0, 4.0);
   for (int64_t cols : lengths) {
-    const int64_t rows = 3;
+    // Nine rows: two groups of four (on short rows) and one alone.
+    const int64_t rows = 9;
     std::vector<T> x(rows * cols), y(rows * cols);
     for (auto& v : x) { v = FromDouble<T>(normal(rng)); }
-    // Row 1 holds one huge value: the rest underflow. Row 2 has -inf in it (not all).
+    // Rows 1 and 8 hold one huge value: the rest underflow. Rows 2 and 6 have a -inf (not all).
     x[cols + (cols / 2)] = FromDouble<T>(60.0);
+    x[8 * cols] = FromDouble<T>(80.0);
     x[2 * cols] = FromDouble<T>(-std::numeric_limits<double>::infinity());
-    std::vector<float> buffer(cols);
+    x[7 * cols - 1] = FromDouble<T>(-std::numeric_limits<double>::infinity());
+    std::vector<float> buffer(portable::BufferFloats(cols));
     for (int log = 0; log < 2; ++log) {
       rows_fn(rows, cols, x.data(), y.data(), log == 1, buffer.data());
       for (int64_t r = 0; r < rows; ++r) {
@@ -243,14 +287,21 @@ void CheckRows(RowsFn rows_fn, const char* type, std::mt19937& rng) {
         }
       }
     }
-    // NaN anywhere makes the row NaN; a row of -inf is NaN.
-    std::vector<T> special(2 * cols, FromDouble<T>(-std::numeric_limits<double>::infinity()));
-    for (int64_t c = 0; c < cols; ++c) { special[c] = FromDouble<T>(normal(rng)); }
+    // NaN anywhere makes the row NaN; so do a row of -inf and a row holding +inf. Five rows: a
+    // group of four and one alone.
+    std::vector<T> special(5 * cols, FromDouble<T>(-std::numeric_limits<double>::infinity()));
+    for (int64_t c = 0; c < cols; ++c) {
+      special[c] = FromDouble<T>(normal(rng));
+      special[2 * cols + c] = FromDouble<T>(normal(rng));
+      special[4 * cols + c] = FromDouble<T>(normal(rng));
+    }
     special[cols - 1] = FromDouble<T>(std::numeric_limits<double>::quiet_NaN());
-    std::vector<T> out(2 * cols);
+    special[2 * cols] = FromDouble<T>(std::numeric_limits<double>::infinity());
+    special[4 * cols + cols / 2] = FromDouble<T>(std::numeric_limits<double>::quiet_NaN());
+    std::vector<T> out(5 * cols);
     for (int log = 0; log < 2; ++log) {
-      rows_fn(2, cols, special.data(), out.data(), log == 1, buffer.data());
-      for (int64_t i = 0; i < 2 * cols; ++i) {
+      rows_fn(5, cols, special.data(), out.data(), log == 1, buffer.data());
+      for (int64_t i = 0; i < 5 * cols; ++i) {
         if (!std::isnan(ToDouble(out[i]))) {
           throw Failure{std::string(type) + " NaN row: element " + std::to_string(i) + " of cols=" +
                         std::to_string(cols) + " is not NaN"};
@@ -260,7 +311,7 @@ void CheckRows(RowsFn rows_fn, const char* type, std::mt19937& rng) {
   }
 }
 
-#define CHECK_VARIANT(ns, lanes)                                                                 \
+#define CHECK_VARIANT(ns, lanes, exp_ulps)                                                      \
   [&]() {                                                                                       \
     std::mt19937 rng(7);                                                                        \
     CheckConversions<float16>(                                                                  \
@@ -269,6 +320,7 @@ void CheckRows(RowsFn rows_fn, const char* type, std::mt19937& rng) {
     CheckConversions<bfloat16>(                                                                 \
         lanes, [](const bfloat16* i, float* o) { ns::WidenRaw(i, o); },                         \
         [](const float* i, bfloat16* o) { ns::NarrowRaw(i, o); }, #ns " bfloat16");             \
+    CheckExp(lanes, [](const float* i, float* o) { ns::ExpRaw(i, o); }, exp_ulps, #ns " exp");   \
     auto rows = [](int64_t r, int64_t c, const auto* x, auto* y, bool log, float* b) {          \
       ns::Rows(r, c, x, y, log, b);                                                             \
     };                                                                                          \
@@ -296,7 +348,7 @@ int main() {
       ++failures;
     }
   };
-  attempt("portable", true, CHECK_VARIANT(portable, 4));
+  attempt("portable", true, CHECK_VARIANT(portable, 4, 2.0));
 #if CHECK_X86
   __builtin_cpu_init();
   const bool has_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
@@ -304,9 +356,9 @@ int main() {
   const bool has_avx512 = has_avx2 && __builtin_cpu_supports("avx512f") &&
                           __builtin_cpu_supports("avx512bw") &&
                           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
-  attempt("avx2", has_avx2, CHECK_VARIANT(avx2, 8));
-  attempt("wide_portable", has_avx2, CHECK_VARIANT(wide_portable, 16));
-  attempt("avx512", has_avx512, CHECK_VARIANT(avx512, 16));
+  attempt("avx2", has_avx2, CHECK_VARIANT(avx2, 8, 1.0));
+  attempt("wide_portable", has_avx2, CHECK_VARIANT(wide_portable, 16, 1.0));
+  attempt("avx512", has_avx512, CHECK_VARIANT(avx512, 16, 1.0));
 #endif
   return failures == 0 ? 0 : 1;
 }

@@ -142,7 +142,7 @@ void Rows(Isa isa, int64_t rows, int64_t cols, const T* x, T* y, bool log) {
     if (!log) {
       // Softmax keeps a 16-bit row's exponentials in float.
       thread_local std::vector<float> kept;
-      kept.resize(static_cast<size_t>(cols));
+      kept.resize(static_cast<size_t>(portable::BufferFloats(cols)));
       buffer = kept.data();
     }
   }
