@@ -22,6 +22,7 @@ Examples::
 
     python -m oneflite.bench                       # full sweep on every available device
     python -m oneflite.bench --quick --device cpu  # a short run, as CI does
+    python -m oneflite.bench --device cpu --threads 1  # oneflite and torch on one thread each
     python -m oneflite.bench --device cuda --dtypes float16 --cols 1024 4096
     python -m oneflite.bench --overhead            # per-call dispatch cost of a 1x8 softmax
 """
@@ -440,9 +441,16 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--repeats", type=int, default=None, help="timed calls per provider")
     parser.add_argument("--out", type=Path, default=Path("bench-results"),
                         help="folder for results.json and results.png")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="CPU threads for oneflite and torch alike (oneflite.set_num_threads "
+                             "and torch.set_num_threads); default: oneflite's current count")
     parser.add_argument("--overhead", action="store_true",
                         help="only measure the per-call cost of a 1x8 CPU softmax")
     args = parser.parse_args(argv)
+    if args.threads is not None:
+        if args.threads < 1:
+            parser.error("--threads must be at least 1")
+        oneflite.set_num_threads(args.threads)  # Bench gives torch the same count
 
     if args.overhead:
         for name, us in overhead(5000 if args.quick else 20000).items():
@@ -471,6 +479,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     print(f"oneflite.bench on {env.get('gpu', 'no GPU')} / {env['cpu']}, {env['date']}")
     print(", ".join(f"{k} {v}" for k, v in env.items() if k in ("oneflite", "torch", "triton",
                                                                   "numpy")))
+    if "cpu" in devices:
+        print(f"CPU threads: oneflite {env['oneflite_cpu_threads']}, torch "
+              f"{env.get('torch_threads', '-')}")
     print(table(results))
     print()
     summary = summarize(results)

@@ -11,7 +11,8 @@ from pathlib import Path
 def test_quick_cpu_benchmark_writes_a_checked_table_and_json(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "oneflite.bench", "--quick", "--device", "cpu", "--dtypes",
-         "float32", "bfloat16", "--cols", "32", "1025", "--repeats", "2", "--out", str(tmp_path)],
+         "float32", "bfloat16", "--cols", "32", "1025", "--repeats", "2", "--threads", "1",
+         "--out", str(tmp_path)],
         capture_output=True, text=True, check=False, cwd=tmp_path,
     )
     assert result.returncode == 0, result.stdout + result.stderr
@@ -24,6 +25,10 @@ def test_quick_cpu_benchmark_writes_a_checked_table_and_json(tmp_path: Path) -> 
     assert all(r["gbps"] > 0 and not r["note"] for r in mine)
     assert any(line.startswith("cpu float32 softmax:") for line in payload["summary"])
     assert "oneflite/copy" in result.stdout
+    # --threads sets oneflite's count and torch's alike.
+    assert payload["environment"]["oneflite_cpu_threads"] == 1
+    assert payload["environment"].get("torch_threads", 1) == 1
+    assert "CPU threads: oneflite 1" in result.stdout
 
 
 def test_overhead_mode_reports_per_call_times(tmp_path: Path) -> None:
