@@ -14,6 +14,7 @@ import gc
 import os
 import sys
 import textwrap
+import threading
 import weakref
 from collections.abc import Iterator
 from typing import Callable
@@ -406,6 +407,24 @@ def test_kept_tensor_from_a_python_backend_is_readable_and_freed_when_dropped():
     assert _collected(ref)
     y = F.softmax(oneflite.tensor(values), 1)  # and the framework works as before
     assert_close(to_float64(y), softmax_ref(values.astype(np.float64), 1), oneflite.float32)
+
+
+def test_unregistered_python_backend_is_released_by_the_call_that_drops_it():
+    # After unregister, the next call drops the cached kernel that holds the backend, with the GIL
+    # released and here on another thread; the function must be released by the time it returns.
+    def backend(x: oneflite.Tensor, y: oneflite.Tensor) -> None:
+        _numpy_softmax(x, y)
+
+    ref = weakref.ref(backend)
+    x = oneflite.tensor(np.random.default_rng(2).standard_normal((3, 5)).astype(np.float32))
+    with _python_backend(backend, "memory_released"):
+        F.softmax(x, 1)  # caches a kernel whose primitive holds the function
+    del backend
+    assert not _collected(ref)
+    worker = threading.Thread(target=F.softmax, args=(x, 1))
+    worker.start()
+    worker.join(timeout=60)
+    assert _collected(ref)
 
 
 # ---- memory safety: read-only memory, and sizes past what memory can hold --------------------
