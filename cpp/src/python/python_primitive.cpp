@@ -67,6 +67,21 @@ struct PythonFunction {
   ~PythonFunction() { ReleaseReference(fn); }
 };
 
+// How deeply Python backends are nested on this thread: a backend may call oneflite, which may
+// reach another Python backend, or the same one. Every level holds C++ frames (oneflite's,
+// pybind11's, CPython's) that Python's recursion limit does not weigh, so a backend that calls
+// its own kind could overflow the C stack before that limit trips: on a small thread stack, or
+// under AddressSanitizer's larger frames. Past this depth the call raises RecursionError.
+constexpr int kMaxPythonBackendDepth = 64;
+thread_local int python_backend_depth = 0;
+
+struct PythonBackendDepth {
+  PythonBackendDepth() { ++python_backend_depth; }
+  ~PythonBackendDepth() { --python_backend_depth; }
+  PythonBackendDepth(const PythonBackendDepth&) = delete;
+  PythonBackendDepth& operator=(const PythonBackendDepth&) = delete;
+};
+
 // Calls the backend's function on x and y with the GIL held, and checks what it did.
 //
 // At interpreter exit (Python 3.11 to 3.13), CPython ends a daemon thread that asks for the GIL
@@ -85,6 +100,14 @@ void CallPythonFunction(const PythonFunction& function, const Tensor& x, const T
   std::exception_ptr error;
   try {
     RunPendingReleases();
+    if (python_backend_depth >= kMaxPythonBackendDepth) {
+      PyErr_Format(PyExc_RecursionError,
+                   "primitive backend '%s' is called %d Python backends deep on this thread: a "
+                   "backend that calls its own kind recurses without end",
+                   function.name.c_str(), python_backend_depth);
+      throw PythonError::Fetch();
+    }
+    const PythonBackendDepth depth;
     x_obj = py::cast(x).release().ptr();
     y_obj = py::cast(y).release().ptr();
     result = PyObject_CallFunctionObjArgs(function.fn, x_obj, y_obj, nullptr);
