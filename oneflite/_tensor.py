@@ -194,7 +194,11 @@ def _to(self: Tensor, *args: Any, dtype: _dtype | None = None,
 
 
 def _contiguous(self: Tensor) -> Tensor:
-    """This tensor if it is contiguous, else a contiguous copy."""
+    """This tensor if it is contiguous, else a contiguous copy.
+
+    A contiguous view whose first element is not aligned for its dtype (of an unaligned NumPy
+    array, say) is copied too: the result always suits code that loads whole elements.
+    """
     result = _C.functional.contiguous(self)
     return self if result._is_same(self) else result
 

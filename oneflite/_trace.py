@@ -6,12 +6,13 @@
         oneflite.nn.functional.softmax(x, dim=0)
     print(t)
 
-Recording is per thread. While no trace is active every hook is a single flag check, in Python
-and in C++, so tracing costs nothing when it is off.
+Recording is per thread, and traces nest (see :func:`trace`). While no trace is active every
+hook is a single flag check, in Python and in C++, so tracing costs nothing when it is off.
 """
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -19,9 +20,19 @@ from . import _C
 
 __all__ = ["Trace", "TraceEvent", "trace"]
 
-# How many trace() contexts are open, in any thread. The functional layer reads this to decide
-# whether to describe its call; the C++ side checks its own per-thread recorder.
+
+class _ThreadState(threading.local):
+    # trace() blocks open on this thread.
+    open = 0
+
+
+# The functional layer describes its call only when this thread is recording: it checks
+# `active and local.open`. `active` counts the blocks open in all threads, so that the check
+# costs one global read while nobody traces; it changes only under _lock. The C++ side keeps
+# its own per-thread recordings.
 active = 0
+local = _ThreadState()
+_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -82,21 +93,49 @@ class Trace:
 class _Recording:
     def __init__(self) -> None:
         self.trace = Trace()
+        self._id: int | None = None
+        self._thread: int | None = None
 
     def __enter__(self) -> Trace:
         global active
-        _C._trace_start()
-        active += 1
+        if self._id is not None:
+            raise RuntimeError(
+                "this oneflite.trace() is already recording; nest a new oneflite.trace() instead"
+            )
+        self.trace = Trace()
+        self._id = _C._trace_start()
+        self._thread = threading.get_ident()
+        local.open += 1
+        with _lock:
+            active += 1
         return self.trace
 
     def __exit__(self, *exc: object) -> None:
         global active
-        active -= 1
-        self.trace.events = [TraceEvent(*e) for e in _C._trace_stop()]
+        if self._id is None:
+            raise RuntimeError("this oneflite.trace() is not recording")
+        if self._thread != threading.get_ident():
+            raise RuntimeError(
+                "a oneflite.trace() must end on the thread that started it; it is still recording"
+            )
+        events = _C._trace_stop(self._id)
+        self._id = self._thread = None
+        local.open -= 1
+        with _lock:
+            active -= 1
+        self.trace.events = [TraceEvent(*e) for e in events]
 
 
 def trace() -> _Recording:
     """Record the layers of every oneflite call made in this thread inside the block.
+
+    Recording is per thread: calls made by other threads meanwhile are not recorded, and each
+    thread may trace its own calls at the same time. Traces nest: a ``trace()`` inside another
+    (directly, or in a Python backend called from a traced call) records the calls made while it
+    is open, with depths counted from its own start, and the outer one records those calls too.
+    Blocks on one thread may also end in another order than they began (interleaved generators
+    or coroutines). A block must end on the thread that started it; a ``trace()`` object records
+    one block at a time.
 
     Example::
 

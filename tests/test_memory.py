@@ -14,6 +14,7 @@ import gc
 import os
 import sys
 import textwrap
+import threading
 import weakref
 from collections.abc import Iterator
 from typing import Callable
@@ -37,8 +38,26 @@ def resident_bytes() -> int:
         return int(statm.read().split()[1]) * PAGE
 
 
+def _asan_allocated_bytes() -> Callable[[], int] | None:
+    """Under AddressSanitizer (tools/sanitize.sh), its allocator's bytes in use. ASan serves
+    every malloc, so glibc's counters stay still, and it keeps freed memory resident for a
+    while (its quarantine) to catch use after free: resident memory no longer shows a free."""
+    function = getattr(ctypes.CDLL(None), "__sanitizer_get_current_allocated_bytes", None)
+    if function is None:
+        return None
+    function.restype = ctypes.c_size_t
+    return function
+
+
+ASAN_ALLOCATED_BYTES = _asan_allocated_bytes()
+
+
 def settle() -> int:
+    """Memory in use after a collection: resident memory, or under AddressSanitizer the bytes
+    its allocator has handed out and not had back."""
     gc.collect()
+    if ASAN_ALLOCATED_BYTES is not None:
+        return ASAN_ALLOCATED_BYTES()
     return resident_bytes()
 
 
@@ -161,8 +180,11 @@ def footprint() -> dict[str, int]:
     """After a collection: resident memory; Python's allocated blocks (every live object);
     and, with glibc, the C heap's bytes in use (oneflite's C++ allocations land there). The
     last two are exact, where resident memory can hide a small leak in pages an earlier test
-    freed."""
+    freed. Under AddressSanitizer the C heap is its allocator's, and resident memory, which
+    its quarantine and shadow memory inflate, is left out."""
     gc.collect()
+    if ASAN_ALLOCATED_BYTES is not None:
+        return {"Python blocks": sys.getallocatedblocks(), "C heap bytes": ASAN_ALLOCATED_BYTES()}
     result = {"resident bytes": resident_bytes(), "Python blocks": sys.getallocatedblocks()}
     if MALLINFO2 is not None:
         info = MALLINFO2()
@@ -209,7 +231,9 @@ def test_the_leak_check_sees_64_bytes_a_call_kept_by_python():
     assert "Python blocks" in leaks(grown, CALLS), grown
 
 
-@pytest.mark.skipif(MALLINFO2 is None, reason="needs glibc's mallinfo2")
+@pytest.mark.skipif(
+    MALLINFO2 is None and ASAN_ALLOCATED_BYTES is None, reason="needs glibc's mallinfo2 or ASan"
+)
 def test_the_leak_check_sees_64_bytes_a_call_leaked_by_c():
     malloc = ctypes.CDLL(None).malloc
     malloc.restype = ctypes.c_void_p
@@ -406,6 +430,24 @@ def test_kept_tensor_from_a_python_backend_is_readable_and_freed_when_dropped():
     assert _collected(ref)
     y = F.softmax(oneflite.tensor(values), 1)  # and the framework works as before
     assert_close(to_float64(y), softmax_ref(values.astype(np.float64), 1), oneflite.float32)
+
+
+def test_unregistered_python_backend_is_released_by_the_call_that_drops_it():
+    # After unregister, the next call drops the cached kernel that holds the backend, with the GIL
+    # released and here on another thread; the function must be released by the time it returns.
+    def backend(x: oneflite.Tensor, y: oneflite.Tensor) -> None:
+        _numpy_softmax(x, y)
+
+    ref = weakref.ref(backend)
+    x = oneflite.tensor(np.random.default_rng(2).standard_normal((3, 5)).astype(np.float32))
+    with _python_backend(backend, "memory_released"):
+        F.softmax(x, 1)  # caches a kernel whose primitive holds the function
+    del backend
+    assert not _collected(ref)
+    worker = threading.Thread(target=F.softmax, args=(x, 1))
+    worker.start()
+    worker.join(timeout=60)
+    assert _collected(ref)
 
 
 # ---- memory safety: read-only memory, and sizes past what memory can hold --------------------

@@ -399,9 +399,14 @@ def test_forced_backend_unregistered_inside_the_use_block_raises_not_implemented
 
 
 def test_backend_recursing_into_its_own_kind_raises_recursion_error_not_a_crash(tmp_path):
-    # Run in a child: a crash here must show as a failed test, not a dead test run.
+    # Run in a child: a crash here must show as a failed test, not a dead test run. Each level
+    # of the recursion holds C++ frames that Python's recursion limit does not weigh, so
+    # oneflite bounds the nesting itself: the last call runs on a thread with a small stack
+    # (1 MiB; 4 MiB under AddressSanitizer, whose frames are larger), which Python's limit
+    # alone would overflow.
     script = textwrap.dedent(
         """
+        import ctypes
         import threading
         import oneflite
         import oneflite.nn.functional as F
@@ -424,13 +429,18 @@ def test_backend_recursing_into_its_own_kind_raises_recursion_error_not_a_crash(
         thread = threading.Thread(target=call)
         thread.start()
         thread.join()
+        asan = hasattr(ctypes.CDLL(None), "__sanitizer_get_current_allocated_bytes")
+        threading.stack_size((4 if asan else 1) << 20)
+        thread = threading.Thread(target=call)
+        thread.start()
+        thread.join()
         oneflite.primitive.unregister("softmax", "recursive")
         print(outcomes, F.softmax(x, 1).tolist())
         """
     )
     result = run_python("-c", script, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert "['RecursionError', 'RecursionError']" in result.stdout, result.stdout
+    assert "['RecursionError', 'RecursionError', 'RecursionError']" in result.stdout, result.stdout
 
 
 def test_unregistering_every_cpu_backend_makes_softmax_raise_not_implemented(tmp_path):

@@ -136,8 +136,10 @@ def test_exception_in_a_python_backend_propagates(registered):
         raise ZeroDivisionError("from the backend")
 
     registered("log_softmax", failing, "failing")
-    with pytest.raises(ZeroDivisionError, match="from the backend"):
+    with pytest.raises(ZeroDivisionError, match="from the backend") as info:
         F.log_softmax(oneflite.tensor([[1.0, 2.0]]), 1)
+    # The same exception, with its traceback down into the backend.
+    assert info.traceback[-1].name == "failing"
     P.unregister("log_softmax", "failing")
     result = F.log_softmax(oneflite.tensor([[0.0, 0.0]]), 1).tolist()[0]
     assert result == pytest.approx([-np.log(2), -np.log(2)])

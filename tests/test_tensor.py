@@ -11,6 +11,7 @@ import itertools
 import numpy as np
 import pytest
 from conftest import ALL_DTYPES, FLOAT_DTYPES, dtype_id, make_tensor, to_float64
+from reference import log_softmax_ref, softmax_ref
 
 import oneflite
 
@@ -856,6 +857,42 @@ def test_contiguous_of_a_strided_tensor_is_a_contiguous_copy(device):
     assert c.stride() == (3, 1)
     assert c.data_ptr() != t.data_ptr()
     np.testing.assert_array_equal(to_float64(c), np.arange(12.0).reshape(3, 4).T)
+
+
+def _misaligned(values: np.ndarray) -> np.ndarray:
+    """``values`` in a C-contiguous array whose data starts one byte past an aligned address."""
+    buffer = np.zeros(values.nbytes + 64, dtype=np.uint8)
+    start = (-buffer.ctypes.data) % 64 + 1
+    array = buffer[start : start + values.nbytes].view(values.dtype).reshape(values.shape)
+    array[...] = values
+    return array
+
+
+@pytest.mark.parametrize("np_dtype", [np.float16, np.float32, np.float64, np.int32, np.int64])
+def test_contiguous_of_a_misaligned_view_is_an_aligned_copy_and_ops_read_it(np_dtype):
+    # Primitives load whole elements, so they get aligned memory: contiguous() copies a view of
+    # an unaligned buffer, and softmax and the dtype= cast see the copy.
+    values = (np.arange(24.0).reshape(4, 6) - 11) / 3
+    array = _misaligned(values.astype(np_dtype))
+    t = oneflite.from_numpy(array)
+    itemsize = array.itemsize
+    assert t.is_contiguous() and t.data_ptr() % itemsize != 0
+    c = t.contiguous()
+    assert c.data_ptr() % itemsize == 0 and c.data_ptr() != t.data_ptr()
+    np.testing.assert_array_equal(c.numpy(), array)
+    x64 = array.astype(np.float64)
+    y = oneflite.nn.functional.softmax(t, 1, dtype=oneflite.float64)
+    np.testing.assert_allclose(y.numpy(), softmax_ref(x64, 1), rtol=1e-12, atol=0)
+    if array.dtype.kind == "f":
+        for dim in (0, 1):
+            y = oneflite.nn.functional.log_softmax(t, dim)
+            np.testing.assert_allclose(
+                y.numpy().astype(np.float64), log_softmax_ref(x64, dim),
+                rtol=1e-2 if np_dtype == np.float16 else 1e-5, atol=1e-2,
+            )
+        scalar = oneflite.from_numpy(_misaligned(np.array(2.5, dtype=np_dtype)))
+        assert oneflite.nn.functional.softmax(scalar).item() == 1.0
+    np.testing.assert_array_equal(array, values.astype(np_dtype))  # the input is untouched
 
 
 @pytest.mark.parametrize(("a", "b"), [(0, 1), (1, 0), (-1, 0), (0, -1), (-2, -1), (1, 1)])

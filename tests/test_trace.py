@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 
 import numpy as np
@@ -141,17 +142,191 @@ def test_nothing_is_recorded_when_tracing_is_off(x):
     assert len(empty) == 0
 
 
-def test_nested_trace_raises_runtime_error_and_leaves_the_outer_one_recording(x):
+def _functional_calls(trace: oneflite.Trace) -> list[str]:
+    # "oneflite.nn.functional.softmax(...)" -> "softmax"
+    texts = [e.text for e in trace.events if e.layer == "functional"]
+    return [text.split("(")[0].rsplit(".", 1)[-1] for text in texts]
+
+
+def test_nested_traces_each_record_the_calls_made_while_they_are_open(x):
     with oneflite.trace() as outer:
         F.softmax(x, 1)
-        with pytest.raises(RuntimeError, match="already recording"):
-            with oneflite.trace():
-                pass
-        F.log_softmax(x, 1)
-    assert _ops(outer) == ["softmax", "log_softmax"]
+        with oneflite.trace() as inner:
+            F.log_softmax(x, 0)
+        F.softmax(x, 0)
+    assert _ops(inner) == ["transpose", "log_softmax", "transpose"]
+    assert _functional_calls(inner) == ["log_softmax"]
+    assert inner.events[0].depth == 0
+    assert _ops(outer) == ["softmax", "transpose", "log_softmax", "transpose", "transpose",
+                           "softmax", "transpose"]
+    # The inner block's events in the outer trace are the same events at the same depths.
+    start = outer.events.index(inner.events[0])
+    assert outer.events[start : start + len(inner)] == inner.events
+    with oneflite.trace() as again:  # nothing is left open
+        F.softmax(x, 1)
+    assert _ops(again) == ["softmax"]
+
+
+def test_trace_inside_a_python_backend_counts_depth_from_its_own_start(x):
+    if x.is_cuda:
+        pytest.skip("the backend computes with NumPy")
+    inner: list[oneflite.Trace] = []
+
+    def backend(xb: oneflite.Tensor, yb: oneflite.Tensor) -> None:
+        x64 = oneflite.from_numpy(xb.numpy().astype(np.float64))
+        with oneflite.trace() as t:
+            y = F.softmax(x64, 1)
+        yb.numpy()[...] = y.numpy()
+        inner.append(t)
+
+    oneflite.primitive.register("softmax", backend, name="tracing_backend",
+                                dtypes=[oneflite.float32])
+    try:
+        with oneflite.trace() as outer:
+            F.softmax(x, 1)
+    finally:
+        oneflite.primitive.unregister("softmax", "tracing_backend")
+    (t,) = inner
+    assert _ops(t) == ["softmax"] and _functional_calls(t) == ["softmax"]
+    assert t.events[0].depth == 0
+    # The outer trace holds the backend's call too, inside the op that launched the backend.
+    assert _ops(outer) == ["softmax", "softmax"]
+    at = next(i for i, e in enumerate(outer.events) if "tracing_backend" in e.text)
+    start = next(i for i in range(at, len(outer.events)) if outer.events[i].layer == "functional")
+    offset = outer.events[at].depth
+    assert offset > 0
+    assert [(e.depth - offset, e.layer, e.text) for e in outer.events[start : start + len(t)]] == [
+        (e.depth, e.layer, e.text) for e in t.events
+    ]
+
+
+def test_traces_may_end_in_another_order_than_they_began(x):
+    # Interleaved generators (or coroutines) on one thread.
+    def traced(name: str):
+        with oneflite.trace() as t:
+            yield
+            getattr(F, name)(x, 1)
+            yield
+        yield t
+
+    first, second = traced("softmax"), traced("log_softmax")
+    next(first)
+    next(second)
+    next(first)  # softmax while both are open
+    next(second)  # log_softmax while both are open
+    t_first = next(first)  # first ends while second is still open
+    F.softmax(x, 0)
+    t_second = next(second)
+    assert _ops(t_first) == ["softmax", "log_softmax"]
+    assert _ops(t_second) == ["softmax", "log_softmax", "transpose", "softmax", "transpose"]
     with oneflite.trace() as again:
         F.softmax(x, 1)
     assert _ops(again) == ["softmax"]
+
+
+def test_one_trace_object_records_one_block_at_a_time(x):
+    recording = oneflite.trace()
+    with recording as t:
+        with pytest.raises(RuntimeError, match="already recording"):
+            with recording:
+                pass
+        F.softmax(x, 1)
+    assert _ops(t) == ["softmax"]
+    with recording as t2:  # reusable once it has ended, with a fresh Trace
+        F.log_softmax(x, 1)
+    assert _ops(t2) == ["log_softmax"] and _ops(t) == ["softmax"]
+
+
+def test_ending_a_trace_that_is_not_recording_raises_and_leaves_tracing_intact(x):
+    recording = oneflite.trace()
+    with pytest.raises(RuntimeError, match="not recording"):
+        recording.__exit__(None, None, None)
+    with recording:
+        pass
+    with pytest.raises(RuntimeError, match="not recording"):
+        recording.__exit__(None, None, None)
+    with oneflite.trace() as t:
+        F.softmax(x, 1)
+    assert t.layers()[0] == "functional"
+    assert oneflite._trace.active == 0 and oneflite._trace.local.open == 0
+
+
+def test_ending_a_trace_on_another_thread_raises_and_it_keeps_recording(x):
+    recording = oneflite.trace()
+    t = recording.__enter__()
+    errors: list[BaseException] = []
+
+    def end_elsewhere():
+        try:
+            recording.__exit__(None, None, None)
+        except RuntimeError as e:
+            errors.append(e)
+
+    worker = threading.Thread(target=end_elsewhere)
+    worker.start()
+    worker.join(timeout=60)
+    assert len(errors) == 1 and "thread that started it" in str(errors[0])
+    F.softmax(x, 1)  # still recording here
+    recording.__exit__(None, None, None)
+    assert _ops(t) == ["softmax"] and t.layers()[0] == "functional"
+    with oneflite.trace() as again:
+        F.log_softmax(x, 1)
+    assert _ops(again) == ["log_softmax"]
+
+
+def test_tracing_in_one_thread_does_not_make_other_threads_describe_their_calls(x, monkeypatch):
+    described: list[str] = []
+    describe = oneflite._trace.describe
+
+    def counting(t):
+        described.append(threading.current_thread().name)
+        return describe(t)
+
+    monkeypatch.setattr(oneflite._trace, "describe", counting)
+    worker = threading.Thread(target=F.softmax, args=(x, 1), name="untraced")
+    with oneflite.trace() as t:
+        worker.start()
+        worker.join(timeout=60)
+        F.softmax(x, 1)
+    assert "untraced" not in described
+    assert _functional_calls(t) == ["softmax"]
+
+
+def test_threads_tracing_at_once_each_record_exactly_their_own_calls(x):
+    # Many short traces racing to open and close in many threads: each holds its own calls and
+    # nothing else, and no state is left behind.
+    n_threads, rounds = 8, 50
+    results: list[tuple[int, list[str], list[str]]] = []
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(n_threads)
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+
+    def work(index: int) -> None:
+        try:
+            barrier.wait()
+            name = "softmax" if index % 2 else "log_softmax"
+            for _ in range(rounds):
+                with oneflite.trace() as t:
+                    getattr(F, name)(x, 1)
+                results.append((index, _functional_calls(t), _ops(t)))
+        except BaseException as e:
+            errors.append(e)
+
+    try:
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(n_threads)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+    finally:
+        sys.setswitchinterval(switch)
+    assert not errors, errors
+    assert len(results) == n_threads * rounds
+    for index, functional, ops in results:
+        name = "softmax" if index % 2 else "log_softmax"
+        assert functional == [name] and ops == [name]
+    assert oneflite._trace.active == 0 and oneflite._trace.local.open == 0
 
 
 def test_trace_stops_when_the_block_raises(x):
@@ -163,7 +338,7 @@ def test_trace_stops_when_the_block_raises(x):
     with oneflite.trace() as again:
         F.softmax(x, 1)
     assert _ops(again) == ["softmax"]
-    assert oneflite._trace.active == 0
+    assert oneflite._trace.active == 0 and oneflite._trace.local.open == 0
 
 
 def test_recording_is_per_thread(x):

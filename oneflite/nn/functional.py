@@ -74,7 +74,7 @@ def softmax(input: Tensor, dim: int | None = None, dtype: _dtype | None = None) 
         tensor([[0.09003057, 0.24472848, 0.66524094]], dtype=oneflite.float32)
     """
     dim = _check_args("softmax", input, dim, dtype)
-    if _trace.active:
+    if _trace.active and _trace.local.open:
         return _trace.call(_describe("softmax", input, dim, dtype), _functors.softmax, input,
                            dim, dtype)
     return _functors.softmax(input, dim, dtype)
@@ -108,7 +108,7 @@ def log_softmax(input: Tensor, dim: int | None = None, dtype: _dtype | None = No
         tensor([[-2.407606  , -1.407606  , -0.40760598]], dtype=oneflite.float32)
     """
     dim = _check_args("log_softmax", input, dim, dtype)
-    if _trace.active:
+    if _trace.active and _trace.local.open:
         return _trace.call(_describe("log_softmax", input, dim, dtype), _functors.log_softmax,
                            input, dim, dtype)
     return _functors.log_softmax(input, dim, dtype)

@@ -1,6 +1,7 @@
 #include "oneflite/framework/tensor.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <sstream>
 
 #include "oneflite/common/error.h"
@@ -87,6 +88,10 @@ void* Tensor::data_ptr() const {
   auto* base = static_cast<char*>(impl_->storage->data());
   if (base == nullptr) { return nullptr; }
   return base + impl_->storage_offset * static_cast<int64_t>(SizeOf(impl_->dtype));
+}
+
+bool Tensor::is_aligned() const {
+  return reinterpret_cast<uintptr_t>(data_ptr()) % SizeOf(impl_->dtype) == 0;
 }
 
 Tensor Tensor::Permute(const std::vector<int>& perm) const {

@@ -5,7 +5,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#ifdef __GLIBCXX__
 #include <cxxabi.h>
+#endif
 
 #include <exception>
 #include <functional>
@@ -28,12 +30,16 @@ Tensor CallWithoutGil(const std::function<Tensor()>& fn) {
   PyThreadState* state = PyEval_SaveThread();
   try {
     result = fn();
+#ifdef __GLIBCXX__
   } catch (abi::__forced_unwind&) {
     throw;  // the thread is being ended (a Python-registered primitive asked for the GIL)
+#endif
   } catch (...) {
     error = std::current_exception();
   }
   PyEval_RestoreThread(state);
+  // What the call dropped without the GIL (a storage that held a NumPy array) is released now.
+  RunPendingReleases();
   if (error) { std::rethrow_exception(error); }
   return std::move(*result);
 }

@@ -16,6 +16,8 @@ void BindCommon(py::module_& m) {
   py::register_exception_translator([](std::exception_ptr error) {
     try {
       if (error) { std::rethrow_exception(error); }
+    } catch (const PythonError& e) {
+      e.Restore();  // a Python backend's own exception, unchanged
     } catch (const IndexError& e) {
       PyErr_SetString(PyExc_IndexError, e.what());
     } catch (const TypeError& e) {

@@ -34,14 +34,6 @@ size_t DimOfNonScalar(const Tensor& t, int64_t dim) {
   return static_cast<size_t>(WrapDim(dim, t.ndim()));
 }
 
-// Releases a Python object from a storage deleter, which may run on a thread without the GIL,
-// or after the interpreter has gone (then the reference is simply leaked).
-void ReleasePythonObject(PyObject* object) {
-  if (!PythonIsAlive()) { return; }
-  py::gil_scoped_acquire gil;
-  Py_DECREF(object);
-}
-
 // Elements spanned by a view of `shape` and `stride` (0 for an empty view).
 int64_t SpanInElements(const Shape& shape, const Stride& stride) {
   int64_t last = 0;
@@ -78,7 +70,7 @@ Tensor FromNumpy(const py::array& array, DataType dtype) {
   PyObject* owner = array.ptr();
   Py_INCREF(owner);
   auto storage = std::make_shared<Storage>(const_cast<void*>(array.data()), nbytes, Device{},
-                                           [owner](void*) { ReleasePythonObject(owner); });
+                                           [owner](void*) { ReleaseReference(owner); });
   storage->set_writable(array.writeable());
   return Tensor(std::move(storage), std::move(shape), std::move(stride), 0, dtype);
 }
@@ -221,10 +213,11 @@ Tensor TensorFromManaged(Managed* managed, bool read_only) {
   // Ownership passes to the storage as soon as the capsule is renamed, so build nothing that
   // can throw between here and the Storage, except through `release`.
   auto release = [managed](void*) {
-    // The producer's deleter may touch Python objects (NumPy's does).
-    if (!PythonIsAlive()) { return; }
-    py::gil_scoped_acquire gil;
-    if (managed->deleter != nullptr) { managed->deleter(managed); }
+    // The producer's deleter may touch Python objects (NumPy's does). A storage deleter may run
+    // on a thread without the GIL, so it must not wait for it (see gil.cpp).
+    ReleaseWithGil([managed] {
+      if (managed->deleter != nullptr) { managed->deleter(managed); }
+    });
   };
   Device device;
   if (dl.device.device_type == dlpack::kDLCPU) {
@@ -296,14 +289,6 @@ std::vector<int64_t> DimsFromArgs(const py::args& args) {
 }
 
 }  // namespace
-
-bool PythonIsAlive() {
-#if PY_VERSION_HEX >= 0x030D0000
-  return Py_IsInitialized() && !Py_IsFinalizing();
-#else
-  return Py_IsInitialized() && !_Py_IsFinalizing();
-#endif
-}
 
 void BindTensor(py::module_& m) {
   py::class_<Tensor>(m, "Tensor", "A strided view of device memory with a dtype.")

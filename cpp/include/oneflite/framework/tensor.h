@@ -59,6 +59,10 @@ class Tensor {
 
   // Address of element [0, ..., 0].
   void* data_ptr() const;
+  // True when data_ptr() is a multiple of the element size, as code that loads whole elements
+  // needs. Memory oneflite allocates always is; a view of a NumPy or DLPack buffer may start at
+  // any byte.
+  bool is_aligned() const;
   // False for memory that must not be written (a read-only NumPy array, a DLPack tensor its
   // producer marked read-only). oneflite never writes its inputs; views it hands out of such
   // memory (NumPy arrays, DLPack capsules) are marked read-only too.

@@ -3,8 +3,13 @@
 // Recording is per thread and off by default. Every hook is guarded by IsEnabled(), a read of
 // one thread-local pointer, and builds its text only when tracing is on, so the hooks cost
 // nothing measurable on the normal path.
+//
+// Recordings nest: a thread may have several open at once (a trace inside a trace, or inside a
+// Python backend called from a traced call). Each event goes to every open recording on the
+// thread, at its depth in that recording, so each one holds every call made while it was open.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,20 +24,23 @@ struct Event {
 
 class Recorder {
  public:
+  uint64_t id = 0;
   std::vector<Event> events;
   int depth = 0;
 };
 
 namespace internal {
+// The innermost open recording on this thread, or null.
 Recorder*& Current();
 }  // namespace internal
 
 inline bool IsEnabled() { return internal::Current() != nullptr; }
 
-// Starts recording on this thread (replacing any recording in progress) / stops and returns
-// what was recorded.
-void Start();
-std::vector<Event> Stop();
+// Opens a recording on this thread, nested in any already open, and returns its id.
+uint64_t Start();
+// Closes the recording `id` of this thread (whatever else is open) and returns its events. Throws
+// RuntimeError if this thread has no open recording with that id.
+std::vector<Event> Stop(uint64_t id);
 
 // Adds one event at the current depth. Call only when IsEnabled().
 void Record(const char* layer, std::string text);
@@ -49,9 +57,6 @@ class Scope {
   ~Scope();
   Scope(const Scope&) = delete;
   Scope& operator=(const Scope&) = delete;
-
- private:
-  Recorder* recorder_;
 };
 
 }  // namespace oneflite::trace

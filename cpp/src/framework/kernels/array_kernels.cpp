@@ -60,7 +60,8 @@ class CastKernel final : public OpKernel {
   void Compute(KernelComputeContext* ctx) const override {
     const Tensor& x = ctx->input(0);
     const Tensor& y = ctx->output(0);
-    ONEFLITE_CHECK(x.is_contiguous(), ValueError, "cast kernel: the input must be contiguous");
+    ONEFLITE_CHECK(x.is_contiguous() && x.is_aligned(), ValueError,
+                   "cast kernel: the input must be contiguous and aligned for its dtype");
     const auto& primitive = primitives_[static_cast<int>(y.dtype())];
     ONEFLITE_CHECK(primitive != nullptr, NotImplementedError, "cast from ", NameOf(from_),
                    " to ", NameOf(y.dtype()), " is not implemented on '",

@@ -28,8 +28,8 @@ class SoftmaxKernelImpl final : public OpKernel {
   void Compute(KernelComputeContext* ctx) const override {
     const Tensor& x = ctx->input(0);
     const Tensor& y = ctx->output(0);
-    ONEFLITE_CHECK(x.is_contiguous(), ValueError, FactoryT::kKind,
-                   " kernel: the input must be contiguous");
+    ONEFLITE_CHECK(x.is_contiguous() && x.is_aligned(), ValueError, FactoryT::kKind,
+                   " kernel: the input must be contiguous and aligned for its dtype");
     if (x.numel() == 0) { return; }
     const int64_t cols = x.shape().back();
     primitive_->Launch(ctx->stream(), x.numel() / cols, cols, x.data_ptr(), y.data_ptr());

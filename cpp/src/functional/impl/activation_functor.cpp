@@ -46,7 +46,7 @@ class SoftmaxFunctorBase {
     if (ndim == 0) {
       // One element is its own row: view it as shape (1,), run, and view the result as 0-d.
       const Tensor row = input.AsStrided({1}, {1}, input.storage_offset());
-      return Run(row).AsStrided({}, {}, 0);
+      return Run(Contiguous(row)).AsStrided({}, {}, 0);
     }
     if (d == ndim - 1) { return Run(Contiguous(input)); }
     // Swap dim d with the last: the permutation is its own inverse, so the same transpose

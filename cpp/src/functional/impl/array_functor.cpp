@@ -39,11 +39,15 @@ class TransposeFunctor {
   std::shared_ptr<OpExpr> op_;
 };
 
+// A tensor the element-wise primitives can read as one dense array: x itself when it is
+// contiguous and its first element is aligned for its dtype, else a copy in fresh memory. (A
+// misaligned view, from an unaligned NumPy array or DLPack byte offset, is read only by the
+// permute primitive, which loads elements bytewise.)
 class ContiguousFunctor {
  public:
   Tensor operator()(const Tensor& x) const {
     ONEFLITE_CHECK(x.defined(), TypeError, "contiguous(): expected a tensor");
-    if (x.is_contiguous()) { return x; }
+    if (x.is_contiguous() && x.is_aligned()) { return x; }
     std::vector<int64_t> identity(x.ndim());
     std::iota(identity.begin(), identity.end(), 0);
     return Transpose(x, identity);

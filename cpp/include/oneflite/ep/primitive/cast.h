@@ -11,7 +11,7 @@ namespace oneflite::ep::primitive {
 
 // y[i] = x[i] converted, for i < n: to nearest (ties to even) into floating types; float to
 // integer truncates toward zero, saturating at the integer range, with NaN giving 0;
-// anything to bool is `x != 0`.
+// anything to bool is `x != 0`. x and y are aligned for their dtypes.
 class Cast : public Primitive {
  public:
   virtual void Launch(Stream* stream, const void* x, void* y, int64_t n) = 0;

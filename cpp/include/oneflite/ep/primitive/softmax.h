@@ -12,10 +12,10 @@ namespace oneflite::ep::primitive {
 
 // y[r, c] = exp(x[r, c] - m_r) / sum_k exp(x[r, k] - m_r), with m_r = max_k x[r, k].
 //
-// x and y are contiguous row-major (rows, cols) arrays of the dtype the factory was asked for;
-// they must not overlap. rows >= 1 and cols >= 1 (the kernel layer skips empty tensors). 16-bit
-// types are computed in float. A row holding NaN gives NaN; a row of -inf gives NaN; a row with
-// one +inf gives NaN (inf - inf), matching PyTorch.
+// x and y are contiguous row-major (rows, cols) arrays of the dtype the factory was asked for,
+// each aligned for that dtype; they must not overlap. rows >= 1 and cols >= 1 (the kernel layer
+// skips empty tensors). 16-bit types are computed in float. A row holding NaN gives NaN; a row
+// of -inf gives NaN; a row with one +inf gives NaN (inf - inf), matching PyTorch.
 class Softmax : public Primitive {
  public:
   virtual void Launch(Stream* stream, int64_t rows, int64_t cols, const void* x, void* y) = 0;

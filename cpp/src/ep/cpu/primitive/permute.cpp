@@ -9,11 +9,21 @@ namespace oneflite::ep::primitive::cpu {
 
 namespace {
 
-// Walks dst in order with an odometer over its dims; the source offset moves by the permuted
-// source stride of whichever dim ticks, so no index is ever divided.
+// One element of src at `offset` elements. The source may be a view that starts at any byte (an
+// unaligned NumPy array): a memcpy loads it without assuming alignment, and compiles to a plain
+// load where the target allows unaligned ones.
 template <typename Word>
-void PermuteCopy(int ndim, const int64_t* src_dims, const int64_t* src_strides, const Word* src,
-                 const int* perm, Word* dst) {
+Word LoadElement(const unsigned char* src, int64_t offset) {
+  Word value;
+  std::memcpy(&value, src + offset * static_cast<int64_t>(sizeof(Word)), sizeof(Word));
+  return value;
+}
+
+// Walks dst in order with an odometer over its dims; the source offset moves by the permuted
+// source stride of whichever dim ticks, so no index is ever divided. dst is fresh memory, aligned.
+template <typename Word>
+void PermuteCopy(int ndim, const int64_t* src_dims, const int64_t* src_strides,
+                 const unsigned char* src, const int* perm, Word* dst) {
   std::vector<int64_t> dims(ndim), strides(ndim), index(ndim, 0);
   int64_t count = 1;
   for (int i = 0; i < ndim; ++i) {
@@ -23,7 +33,7 @@ void PermuteCopy(int ndim, const int64_t* src_dims, const int64_t* src_strides, 
   }
   if (count == 0) { return; }
   if (ndim == 0) {
-    dst[0] = src[0];
+    dst[0] = LoadElement<Word>(src, 0);
     return;
   }
   const int last = ndim - 1;
@@ -31,8 +41,9 @@ void PermuteCopy(int ndim, const int64_t* src_dims, const int64_t* src_strides, 
   const int64_t inner_stride = strides[last];
   int64_t src_offset = 0;
   for (int64_t done = 0; done < count; done += inner) {
-    const Word* in = src + src_offset;
-    for (int64_t j = 0; j < inner; ++j) { dst[done + j] = in[j * inner_stride]; }
+    for (int64_t j = 0; j < inner; ++j) {
+      dst[done + j] = LoadElement<Word>(src, src_offset + j * inner_stride);
+    }
     // Tick the odometer over the outer dims.
     for (int d = last - 1; d >= 0; --d) {
       src_offset += strides[d];
@@ -48,7 +59,7 @@ class PermuteImpl final : public Permute {
  public:
   void Launch(Stream* /*stream*/, int ndim, const int64_t* src_dims, const int64_t* src_strides,
               const void* src, const int* perm, void* dst) override {
-    PermuteCopy<Word>(ndim, src_dims, src_strides, static_cast<const Word*>(src), perm,
+    PermuteCopy<Word>(ndim, src_dims, src_strides, static_cast<const unsigned char*>(src), perm,
                       static_cast<Word*>(dst));
   }
 };
