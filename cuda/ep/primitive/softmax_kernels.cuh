@@ -838,8 +838,8 @@ void ForEachBlockSize(Fn&& fn) {
 // Sets the plan's grid over `tiles` tiles of rows. Both kernels stride over the tiles, so any
 // grid is correct; what differs is speed. One block per tile, scheduled by the hardware as
 // blocks retire, measured faster than a persistent grid of only the resident blocks on every
-// path where two or more blocks fit on an SM: 5-13% for float, and up to 11% for the 16-bit
-// types on an H200 (NOTES.md, "Grid"), and on par where one block fills an SM. A grid of more
+// path where two or more blocks fit on an SM: 5-13% for float, and up to 15% for the 16-bit
+// types on an H200 (NOTES.md, "Second round"), and on par where one block fills an SM. A grid of more
 // than 2^31 - 1 blocks is capped; the stride covers the rest.
 inline void SetGrid(Plan& plan, int64_t tiles, const CudaDeviceInfo& info, int active_per_sm,
                     bool persistent) {
@@ -855,8 +855,8 @@ inline void SetGrid(Plan& plan, int64_t tiles, const CudaDeviceInfo& info, int a
 // SM instead, each caching what half of the SM's shared memory holds and reading the rest of the
 // row twice (block_online; the second read mostly hits L2). With one block, nothing on the SM
 // overlaps a row's copy with the arithmetic on it; with two, each block's copy overlaps the
-// other's arithmetic. Measured on an H200 (tools/softmax_lab.cu, online=2): float 32768 cols
-// 0.82 -> 0.87x copy, half and bfloat16 65536 0.71-0.72 -> 0.76-0.78x. False when two do not fit.
+// other's arithmetic. Measured on an H200 (tools/softmax_lab.cu): float 32768 cols 0.82 ->
+// 0.93x copy, half and bfloat16 65536 0.71-0.72 -> 0.76-0.78x. False when two do not fit.
 template <typename T, Algorithm kAlgorithm>
 bool PlanTwoPerSm(const CudaDeviceInfo& info, int64_t rows, int64_t window, Plan& plan) {
   constexpr int kBlock = kMaxBlockSize<T> / 2;
