@@ -18,6 +18,7 @@
 //   grid=persistent  always a persistent grid: the resident blocks stride over the tiles
 //   path=block  a block path even for rows the warp path takes
 //   online=N    block_online with N (2 or 4) blocks per SM, each caching 1/N of shared memory
+//   block=N     block_smem with N threads a block (128, 256, 512 or 1024) where it plans block_smem
 
 //   smem=48k    planned as if shared memory stopped at the 48 KiB default (no opt-in)
 //
@@ -123,6 +124,26 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
   } else if (variant == "grid=persistent") {
     plan.persistent = true;
     plan.grid = static_cast<int>(std::min(plan.tiles, resident));
+  } else if (variant.rfind("block=", 0) == 0 && plan.path == Path::kBlockSmem) {
+    // block_smem with a given block size (128, 256, 512 or 1024), one block per row.
+    const int want = std::stoi(variant.substr(6));
+    auto use = [&](auto block_tag) {
+      constexpr int kBlock = decltype(block_tag)::value;
+      if (kBlock != want || kBlock > kMaxBlockSize<T>) { return; }
+      const void* kernel =
+          options.algo == Algorithm::kSoftmax
+              ? reinterpret_cast<const void*>(&BlockSoftmaxKernel<T, Algorithm::kSoftmax, kBlock>)
+              : reinterpret_cast<const void*>(
+                    &BlockSoftmaxKernel<T, Algorithm::kLogSoftmax, kBlock>);
+      MaxDynamicSmem(kernel, info);  // raises the kernel's limit
+      plan.launch = options.algo == Algorithm::kSoftmax
+                        ? &LaunchBlock<T, Algorithm::kSoftmax, kBlock>
+                        : &LaunchBlock<T, Algorithm::kLogSoftmax, kBlock>;
+      plan.block = kBlock;
+      plan.active_per_sm = MaxActiveBlocksPerSm(kernel, info, kBlock, plan.smem);
+      plan.grid = static_cast<int>(std::min<int64_t>(rows, 0x7fffffff));
+    };
+    ForEachBlockSize<T>(use);
   } else if (variant.rfind("online=", 0) == 0 && plan.path != Path::kWarp) {
     // block_online with N blocks per SM, each caching 1/N of the SM's shared memory.
     const int n = std::stoi(variant.substr(7));

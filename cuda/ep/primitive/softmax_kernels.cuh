@@ -923,25 +923,36 @@ Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_
     return plan;
   }
 
-  // A block per row with the whole row cached. Of the block sizes, take the one that keeps the
-  // most blocks resident, and of those the largest (more threads to share the row); while one
-  // block waits on its copies, the others compute. When only one block fits on an SM, two
-  // half-size blocks that cache part of the row each (PlanTwoPerSm) measured faster.
+  // A block per row with the whole row cached; while one block waits on its copies, the SM's
+  // others compute. The block size, measured on an H200 (tools/softmax_lab.cu, block=N): 128
+  // threads while at least 4 such blocks fit on an SM (16 warps), since a small block has the
+  // least per-row overhead: 0.96x copy for float 8192 where 256 threads measured 0.88x. When
+  // fewer fit (long rows), the size with the most resident threads, ties going to more blocks:
+  // float 16384 cols 0.87x at 256 threads (3 blocks), 0.97x at 512 (2 blocks); half 32768 0.83x
+  // and 0.91x. When only one block fits, two half-size blocks that cache part of the row each
+  // (PlanTwoPerSm) measured faster still.
   const size_t row_smem = static_cast<size_t>(window) * kPackBytes;
   int best_active = 0;
+  int best_threads = 0;
+  bool settled = false;  // 128 threads with 4 or more blocks an SM: nothing larger is tried
   auto consider = [&](auto block_tag) {
     constexpr int kBlock = decltype(block_tag)::value;
     const auto* kernel = reinterpret_cast<const void*>(&BlockSoftmaxKernel<T, kAlgorithm, kBlock>);
-    if (row_smem > MaxDynamicSmem(kernel, info)) { return; }
+    if (settled || row_smem > MaxDynamicSmem(kernel, info)) { return; }
     const int active = MaxActiveBlocksPerSm(kernel, info, kBlock, row_smem);
-    if (active > 0 && active >= best_active) {
-      best_active = active;
-      plan.path = Path::kBlockSmem;
-      plan.block = kBlock;
-      plan.cached_packs = static_cast<int>(window);
-      plan.smem = row_smem;
-      plan.launch = &LaunchBlock<T, kAlgorithm, kBlock>;
+    const int threads = active * kBlock;
+    if (active == 0 || threads < best_threads ||
+        (threads == best_threads && active <= best_active)) {
+      return;
     }
+    best_active = active;
+    best_threads = threads;
+    settled = kBlock == 128 && active >= 4;
+    plan.path = Path::kBlockSmem;
+    plan.block = kBlock;
+    plan.cached_packs = static_cast<int>(window);
+    plan.smem = row_smem;
+    plan.launch = &LaunchBlock<T, kAlgorithm, kBlock>;
   };
   ForEachBlockSize<T>(consider);
   if (best_active == 1 && PlanTwoPerSm<T, kAlgorithm>(info, rows, window, plan)) { return plan; }
