@@ -5,8 +5,11 @@
 // a daemon thread that asks for the GIL back by unwinding its stack with pthread_exit. If that
 // happens inside a destructor (a storage deleter, a Python backend being dropped), the unwind
 // leaves a noexcept frame and the process aborts. So a destructor releases its reference at once
-// when its thread holds the GIL, and otherwise leaves it in a queue that the next thread coming
-// back into Python through oneflite empties (CallWithoutGil, a Python backend's call).
+// when its thread holds the GIL, and otherwise leaves it in a queue and asks the interpreter, with
+// Py_AddPendingCall (which never waits), to empty it on its main thread at the next chance: a
+// NumPy array shared with torch through DLPack is freed right after torch drops it (torch calls
+// the deleter without the GIL). The next thread coming back into Python through oneflite
+// (CallWithoutGil, a Python backend's call) empties the queue too.
 #include <Python.h>
 
 #include <atomic>
@@ -27,6 +30,12 @@ std::vector<std::function<void()>>& Pending() {
 }
 std::atomic<bool> has_pending{false};
 
+// Run by the interpreter, with the GIL, on its main thread.
+int RunPendingReleasesCall(void*) {
+  RunPendingReleases();
+  return 0;
+}
+
 }  // namespace
 
 bool PythonIsAlive() {
@@ -46,9 +55,14 @@ void ReleaseWithGil(std::function<void()> release) {
     release();
     return;
   }
-  std::lock_guard<std::mutex> lock(pending_mutex);
-  Pending().push_back(std::move(release));
-  has_pending.store(true, std::memory_order_release);
+  {
+    std::lock_guard<std::mutex> lock(pending_mutex);
+    Pending().push_back(std::move(release));
+    has_pending.store(true, std::memory_order_release);
+  }
+  // When the interpreter's queue of calls is full this fails, and the release waits for the
+  // next thread that comes back into Python through oneflite.
+  Py_AddPendingCall(&RunPendingReleasesCall, nullptr);
 }
 
 void ReleaseReference(PyObject* object) {
