@@ -223,7 +223,11 @@ def _numpy(self: Tensor) -> np.ndarray:
 
 
 def _array(self: Tensor, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-    # NumPy's protocol: copy=None copies only if needed, False never copies, True always does.
+    """NumPy's array protocol: ``numpy.asarray(t)`` views a CPU tensor's memory.
+
+    With ``dtype`` the values are converted (a copy); ``copy=True`` always copies, ``copy=False``
+    raises where a copy would be needed.
+    """
     array = _numpy(self)
     if dtype is not None and np.dtype(dtype) != array.dtype:
         if copy is False:
@@ -255,6 +259,7 @@ def _dlpack(self: Tensor, *, stream: int | None = None, max_version: tuple[int, 
 
 
 def _dlpack_device(self: Tensor) -> tuple[int, int]:
+    """The DLPack device of this tensor: ``(1, 0)`` for the CPU, ``(2, index)`` for a GPU."""
     if self.is_cuda:
         return (_kDLCUDA, self.device.index)
     return (_kDLCPU, 0)
@@ -352,6 +357,26 @@ def _log_softmax(self: Tensor, dim: int | None = None, dtype: _dtype | None = No
     return log_softmax(self, dim, dtype)
 
 
+def _float(self: Tensor) -> Tensor:
+    """This tensor as float32: ``self.to(oneflite.float32)``."""
+    return self.to(_dtype.float32)
+
+
+def _double(self: Tensor) -> Tensor:
+    """This tensor as float64: ``self.to(oneflite.float64)``."""
+    return self.to(_dtype.float64)
+
+
+def _half(self: Tensor) -> Tensor:
+    """This tensor as float16: ``self.to(oneflite.float16)``."""
+    return self.to(_dtype.float16)
+
+
+def _bfloat16(self: Tensor) -> Tensor:
+    """This tensor as bfloat16: ``self.to(oneflite.bfloat16)``."""
+    return self.to(_dtype.bfloat16)
+
+
 def _install() -> None:
     methods = {
         "to": _to,
@@ -368,10 +393,10 @@ def _install() -> None:
         "item": _item,
         "softmax": _softmax,
         "log_softmax": _log_softmax,
-        "float": lambda self: self.to(_dtype.float32),
-        "double": lambda self: self.to(_dtype.float64),
-        "half": lambda self: self.to(_dtype.float16),
-        "bfloat16": lambda self: self.to(_dtype.bfloat16),
+        "float": _float,
+        "double": _double,
+        "half": _half,
+        "bfloat16": _bfloat16,
     }
     for name, method in methods.items():
         setattr(Tensor, name, method)

@@ -23,14 +23,16 @@ RUNG = re.compile(r"fn\(WarpShape<(\d+),\s*(\d+)(?:,\s*(\d+))?>\{\}\);")
 # Rows per group: `kPacks * PackSize<T>::value <= N ? A : B` (a lane's share of the row).
 ROWS = re.compile(r"kWarpRows\s*=\s*kPacks\s*\*\s*PackSize<T>::value\s*<=\s*(\d+)\s*\?\s*"
                   r"(\d+)\s*:\s*(\d+);")
-# The register budget of a lane's row, in bytes: a number, or one number for double and
-# another for the rest.
+# The register budget of a lane's row, in bytes: a number, or
+# `(std::is_same_v<T, double> ? D : kIs16Bit<T> ? H : F)` with either condition optional.
 FITS = re.compile(r"kWarpShapeFits\s*=\s*Shape::packs\s*\*\s*PackSize<T>::value\s*\*\s*"
                   r"sizeof\(ComputeType<T>\)\s*<=\s*(?P<budget>[^;]+);")
 BUDGET = re.compile(r"^\(?\s*(?:std::is_same_v<T,\s*double>\s*\?\s*(?P<double>\d+)\s*:\s*)?"
+                    r"(?:kIs16Bit<T>\s*\?\s*(?P<half>\d+)\s*:\s*)?"
                     r"(?P<other>\d+)\s*\)?$")
-# (name, bytes per element, bytes per element of its compute type)
-DTYPES = [("float32", 4, 4), ("float16 / bfloat16", 2, 4), ("float64", 8, 8)]
+# (name, bytes per element, bytes per element of its compute type, budget group)
+DTYPES = [("float32", 4, 4, "other"), ("float16 / bfloat16", 2, 4, "half"),
+          ("float64", 8, 8, "double")]
 
 
 def read_ladder(text: str) -> tuple[int, list[tuple[int, int, Any]], dict[str, int]]:
@@ -59,8 +61,7 @@ def read_ladder(text: str) -> tuple[int, list[tuple[int, int, Any]], dict[str, i
     if not rungs:
         raise ValueError(f"{KERNELS.name}: ForEachWarpShape lists no WarpShape")
     other = int(budget.group("other"))
-    budgets = {name: int(budget.group("double") or other) if name == "float64" else other
-               for name, _, _ in DTYPES}
+    budgets = {name: int(budget.group(group) or other) for name, _, _, group in DTYPES}
     return int(pack.group(1)), rungs, budgets
 
 
@@ -83,11 +84,11 @@ class WarpLadder(SphinxDirective):
         except (OSError, ValueError) as error:
             raise self.error(f"warp-ladder: {error}") from None
         header = ["lanes per row", "packs per lane",
-                  *(f"{name}: longest row (rows per group)" for name, _, _ in DTYPES)]
+                  *(f"{name}: longest row (rows per group)" for name, *_ in DTYPES)]
         body = []
         for lanes, packs, rows in rungs:
             cells = [str(lanes), str(packs)]
-            for name, size, compute in DTYPES:
+            for name, size, compute, _ in DTYPES:
                 per_pack = pack_bytes // size
                 if packs * per_pack * compute > budgets[name]:
                     cells.append("\u2013")

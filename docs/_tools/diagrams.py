@@ -152,17 +152,18 @@ def layers() -> Svg:
 # ---- A row seen through its window of 16-byte packs -----------------------------------------
 
 def row_window() -> Svg:
-    cell, x0, y0 = 46, 60, 86
-    svg = Svg(760, 290, "A row of 10 floats seen through 16-byte packs")
-    svg.text(20, 26, "float32 row, cols = 10, starting 4 bytes past a 16-byte boundary",
+    cell, x0, y0 = 46, 60, 100
+    svg = Svg(760, 450, "A row of 10 floats seen through 16-byte packs: one whole pack, six "
+              "edge columns")
+    svg.text(20, 26, "float32 row, cols = 10, starting 4 bytes past a 16-byte boundary (head = 1)",
              size=14, weight="bold")
     svg.text(20, 46, "P = 4 floats per 16-byte pack; the row's window is the 3 aligned packs "
-             "that cover it", size=12.5, fill=MUTED)
+             "that cover it,", size=12.5, fill=MUTED)
+    svg.text(20, 64, "and only the middle one lies wholly inside the row", size=12.5, fill=MUTED)
+    edge = (LANES[1], PRIM[1])
     for c in range(12):
         inside = 1 <= c <= 10
-        fill, stroke = (LANES[2], CXX[1]) if inside else PAD
-        if inside and 4 <= c <= 7:
-            fill = LANES[0]
+        fill, stroke = ((LANES[0], PY[1]) if 4 <= c <= 7 else edge) if inside else PAD
         svg.rect(x0 + c * cell, y0, cell, 44, fill=fill, stroke=stroke, rx=0, width=1)
         label = f"x[{c - 1}]" if inside else "-inf"
         svg.text(x0 + c * cell + cell / 2, y0 + 27, label, size=12, anchor="middle",
@@ -172,21 +173,44 @@ def row_window() -> Svg:
         svg.line(x, y0 - 14, x, y0 + 58, stroke=INK, width=2.2)
     svg.text(x0, y0 - 20, "16-byte boundary", size=11.5, fill=MUTED)
     svg.brace(x0 + cell, x0 + 11 * cell, y0 - 8, "the row (10 elements)", up=True)
-    labels = [("pack 0: edge", "element by element", PAD[1]),
-              ("pack 1: inside", "one 16-byte vector", CXX[1]),
-              ("pack 2: edge", "element by element", PAD[1])]
-    for p, (a, b, color) in enumerate(labels):
-        cx = x0 + p * 4 * cell + 2 * cell
-        svg.text(cx, y0 + 78, a, size=12.5, anchor="middle", weight="bold", fill=color)
-        svg.text(cx, y0 + 96, b, size=12, anchor="middle", fill=MUTED)
-    svg.text(x0 + 0.5 * cell, y0 + 128, "head = 1", size=12.5, anchor="middle", mono=True)
-    svg.line(x0 + 0.5 * cell, y0 + 114, x0 + 0.5 * cell, y0 + 60, arrow=True)
+    labels = [(2.5, "3 edge columns", "before the first whole pack", PRIM[1]),
+              (6.0, "pack 1: a whole pack", "one 16-byte vector", PY[1]),
+              (9.5, "3 edge columns", "after the last whole pack", PRIM[1])]
+    for centre, a, b, color in labels:
+        cx = x0 + centre * cell
+        svg.text(cx, y0 + 66, a, size=12.5, anchor="middle", weight="bold", fill=color)
+        svg.text(cx, y0 + 84, b, size=12, anchor="middle", fill=MUTED)
+
+    y2 = y0 + 124
+    svg.text(20, y2, "Warp path (a group of 32 lanes)", size=13, weight="bold")
+    svg.text(20, y2 + 18, "Lane 1 loads pack 1 as one vector. The 6 edge columns are spread "
+             "over the lanes, one scalar each,", size=12.5, fill=MUTED)
+    svg.text(20, y2 + 36, "so no lane waits on another's element-by-element work.", size=12.5,
+             fill=MUTED)
+    columns = [0, 1, 2, 7, 8, 9]
+    bw, by = 78, y2 + 50
+    for lane, column in enumerate(columns):
+        x = x0 + lane * (bw + 6)
+        svg.rect(x, by, bw, 44, fill=edge[0], stroke=edge[1], rx=4)
+        svg.text(x + bw / 2, by + 18, f"lane {lane}", size=12, anchor="middle")
+        svg.text(x + bw / 2, by + 36, f"x[{column}]", size=12, anchor="middle", mono=True)
+    x = x0 + 6 * (bw + 6)
+    svg.rect(x, by, 160, 44, fill=PAD[0], stroke=PAD[1], rx=4)
+    svg.text(x + 80, by + 18, "lanes 6\u201331", size=12, anchor="middle")
+    svg.text(x + 80, by + 36, "-inf (no edge)", size=12, anchor="middle", mono=True,
+             fill=PAD[1])
+
+    y3 = by + 80
+    svg.text(20, y3, "Block paths (a block per row)", size=13, weight="bold")
+    svg.text(20, y3 + 18, "The thread that owns an edge pack (here packs 0 and 2) handles it "
+             "alone: copied whole into shared memory,", size=12.5, fill=MUTED)
+    svg.text(20, y3 + 36, "its outside elements set to -inf, written element by element. Two "
+             "packs among the hundreds of such a row.", size=12.5, fill=MUTED)
     notes = ["Out-of-row slots read as -inf: they never win the max and add exp(-inf) = 0 "
              "to the sum.",
-             "Nothing outside the tensor is ever touched in memory; edge packs are masked "
-             "element by element."]
+             "Nothing outside the tensor is ever read or written."]
     for k, note in enumerate(notes):
-        svg.text(20, y0 + 160 + 20 * k, note, size=12.5, fill=MUTED)
+        svg.text(20, y3 + 70 + 20 * k, note, size=12.5, fill=MUTED)
     return svg
 
 
@@ -261,7 +285,7 @@ def warp_path() -> Svg:
 # ---- The shared-memory path ------------------------------------------------------------------
 
 def block_smem() -> Svg:
-    svg = Svg(760, 640, "The shared-memory path: layout, banks and two stages")
+    svg = Svg(760, 690, "The shared-memory path: layout, banks, and blocks that overlap")
     svg.text(20, 26, "1. One block per row; thread t owns window packs t, t + B, t + 2B, ...",
              size=14, weight="bold")
     svg.text(20, 46, "illustrated with B = 4 threads and a row of 12 packs; real blocks have "
@@ -282,9 +306,9 @@ def block_smem() -> Svg:
                  arrow=True, stroke="#9aa4ae", width=1)
     svg.text(px + 12 * pw + 6, py + 50, "cp.async,", size=12, fill=MUTED)
     svg.text(px + 12 * pw + 6, py + 66, "16 B each", size=12, fill=MUTED)
-    svg.text(20, py + 132, "Slot k of the stage holds pack k. A thread reads back only the "
-             "slots it copied itself, so neither the", size=12.5, fill=MUTED)
-    svg.text(20, py + 150, "copies nor the reads need a barrier.", size=12.5, fill=MUTED)
+    svg.text(20, py + 132, "Slot k holds pack k. A thread reads back only the slots it "
+             "copied itself, so neither the copies", size=12.5, fill=MUTED)
+    svg.text(20, py + 150, "nor the reads need a barrier.", size=12.5, fill=MUTED)
 
     y2 = 262
     svg.text(20, y2, "2. Why this layout has no bank conflicts", size=14, weight="bold")
@@ -310,24 +334,30 @@ def block_smem() -> Svg:
              "slots need no such trick.", size=12.5, fill=MUTED)
 
     y3 = 470
-    svg.text(20, y3, "3. Two stages: the next row's copy overlaps this row's arithmetic",
+    svg.text(20, y3, "3. One block per row: while one block waits on its copy, another computes",
              size=14, weight="bold")
-    tx, tw, th = 110, 150, 26
-    svg.text(tx - 10, y3 + 38, "stage 0", size=12, anchor="end", mono=True)
-    svg.text(tx - 10, y3 + 76, "stage 1", size=12, anchor="end", mono=True)
-    plan = [(0, 0, "copy row r", GLOBAL), (0, 1, "compute row r", SMEM),
-            (1, 1, "copy row r+G", GLOBAL), (1, 2, "compute r+G", SMEM),
-            (0, 2, "copy row r+2G", GLOBAL), (0, 3, "compute r+2G", SMEM)]
-    for stage, slot, label, (fill, stroke) in plan:
-        x = tx + slot * (tw + 8)
-        y = y3 + 22 + stage * 38
+    tx, tw, th, gap = 110, 118, 24, 6
+    # (resident block, start in slots, label, colours): three blocks resident on one SM.
+    plan = [(0, 0.0, "row 0: copy", GLOBAL), (0, 1.0, "row 0: passes", SMEM),
+            (0, 2.0, "row 3: copy", GLOBAL), (0, 3.0, "row 3: passes", SMEM),
+            (1, 0.4, "row 1: copy", GLOBAL), (1, 1.4, "row 1: passes", SMEM),
+            (1, 2.4, "row 4: copy", GLOBAL), (1, 3.4, "row 4: passes", SMEM),
+            (2, 0.8, "row 2: copy", GLOBAL), (2, 1.8, "row 2: passes", SMEM),
+            (2, 2.8, "row 5: copy", GLOBAL)]
+    svg.text(tx - 10, y3 + 71, "one SM", size=12, anchor="end", fill=MUTED)
+    for slot, start, label, (fill, stroke) in plan:
+        x = tx + start * (tw + gap)
+        y = y3 + 22 + slot * 32
         svg.rect(x, y, tw, th, fill=fill, stroke=stroke, rx=4)
-        svg.text(x + tw / 2, y + 17, label, size=12, anchor="middle")
-    svg.line(tx, y3 + 104, tx + 4 * (tw + 8), y3 + 104, arrow=True)
-    svg.text(tx + 4 * (tw + 8), y3 + 122, "time", size=12, anchor="end", fill=MUTED)
-    svg.text(20, y3 + 150, "G is the grid size: a persistent block takes rows r, r + G, "
-             "r + 2G, ... When two stages do not fit, one stage is used.", size=12.5,
-             fill=MUTED)
+        svg.text(x + tw / 2, y + 16, label, size=11.5, anchor="middle")
+    svg.line(tx, y3 + 124, tx + 4.8 * (tw + gap), y3 + 124, arrow=True)
+    svg.text(tx + 4.8 * (tw + gap), y3 + 142, "time", size=12, anchor="end", fill=MUTED)
+    svg.text(20, y3 + 166, "Three blocks resident on one SM, a row each. The grid has one "
+             "block per row: when a block finishes,", size=12.5, fill=MUTED)
+    svg.text(20, y3 + 184, "the SM starts the next row's block in its place. Grey: the row's "
+             "cp.async copies in flight, holding no", size=12.5, fill=MUTED)
+    svg.text(20, y3 + 202, "registers. Purple: pass 1, the reductions and pass 2, reading "
+             "shared memory, then writing y.", size=12.5, fill=MUTED)
     return svg
 
 
@@ -344,7 +374,7 @@ def block_online() -> Svg:
              size=12.5, anchor="middle")
     svg.text(rx + cached + (rw - cached) / 2, ry + 22, "the rest: read from x", size=12.5,
              anchor="middle")
-    svg.brace(rx, rx + cached, ry + 38, "up to ~227 KiB on Hopper (the opt-in limit)")
+    svg.brace(rx, rx + cached, ry + 38, "~112 KiB (two blocks per SM) or ~227 KiB (one)")
     svg.brace(rx + cached, rx + rw, ry + 38, "usually still in L2 on the second read")
 
     y2 = 150
@@ -355,7 +385,7 @@ def block_online() -> Svg:
          "m' = max(m, v),  s' = s·e^(m \u2212 m') + e^(v \u2212 m')"),
         ("reduce", "block reductions: the row max, then the threads' sums rescaled to it:",
          "M = max over threads of m,   S = Σ over threads of s·e^(m \u2212 M)"),
-        ("pass 2", "recompute e^(x \u2212 M) and write y = e^(x \u2212 M) · (1 / S)",
+        ("pass 2", "recompute e^(x \u2212 M) and write y = e^(x \u2212 M) / S",
          "cached packs from shared memory, the rest from x again"),
     ]
     for k, (tag, text, formula) in enumerate(steps):
@@ -392,7 +422,7 @@ def block_online() -> Svg:
 # ---- Choosing a path -------------------------------------------------------------------------
 
 def dispatch() -> Svg:
-    svg = Svg(760, 430, "How PlanSoftmax chooses a path")
+    svg = Svg(760, 446, "How PlanSoftmax chooses a path")
     def box(x: float, y: float, w: float, h: float, lines: list[str], colors: tuple[str, str],
             bold_first: bool = True) -> None:
         svg.rect(x, y, w, h, fill=colors[0], stroke=colors[1], rx=6, width=1.5)
@@ -406,28 +436,34 @@ def dispatch() -> Svg:
     box(220, 90, 320, 48, ["window ≤ the largest warp rung?",
                            "(the row fits a lane's register budget)"],
         ("#ffffff", INK), bold_first=False)
-    svg.line(540, 114, 596, 114, arrow=True)
+    svg.line(540, 114, 598, 114, arrow=True)
     svg.text(568, 108, "yes", size=12, anchor="middle", fill=CXX[1], weight="bold")
-    box(598, 80, 150, 68, ["warp", "the first rung that fits", "128-thread blocks"], PRIM)
+    box(600, 80, 150, 68, ["warp", "first rung that fits", "edge code if ragged"], PRIM)
     svg.line(380, 138, 380, 170, arrow=True)
     svg.text(390, 158, "no", size=12, fill=PAD[1], weight="bold")
-    box(140, 172, 420, 66, ["for stages in 2, 1:  for each block size from 128 up:",
-                            "fits in the opt-in shared memory? ask the occupancy API",
+    box(120, 172, 400, 66, ["for each block size from 128 up:",
+                            "row fits the opt-in shared memory? ask the occupancy API",
                             "keep the most resident blocks; ties: the larger block"],
         ("#ffffff", INK), bold_first=False)
-    svg.line(560, 205, 616, 205, arrow=True)
-    svg.text(588, 198, "found", size=11.5, anchor="middle", fill=CXX[1], weight="bold")
-    box(618, 178, 130, 56, ["block_smem", "1 or 2 stages"], SMEM)
-    svg.line(380, 238, 380, 270, arrow=True)
-    svg.text(390, 258, "nothing fits", size=12, fill=PAD[1], weight="bold")
-    box(210, 272, 340, 68, ["block_online", "the largest block; cache what fits,",
-                            "read the rest twice"], GLOBAL)
-    notes = ["Every path launches a persistent grid: at most as many blocks as fit on the "
-             "device at once", "(SM count \u00d7 resident blocks per SM), each striding over rows.",
+    svg.line(520, 205, 598, 205, arrow=True)
+    svg.text(559, 198, "2+ per SM", size=11.5, anchor="middle", fill=CXX[1], weight="bold")
+    box(600, 178, 150, 56, ["block_smem", "row cached whole"], SMEM)
+    svg.line(230, 238, 230, 290, arrow=True)
+    svg.text(240, 262, "none fits", size=12, fill=PAD[1], weight="bold")
+    box(20, 292, 300, 68, ["block_online", "the largest block, one per SM:",
+                           "cache what fits, read the rest twice"], GLOBAL)
+    svg.line(440, 238, 440, 290, arrow=True)
+    svg.text(450, 262, "only 1 per SM", size=12, fill=PAD[1], weight="bold")
+    box(334, 292, 250, 68, ["two per SM, if two fit:", "half the largest size, each caching",
+                            "half the SM's shared memory"], ("#ffffff", INK), bold_first=False)
+    svg.line(584, 326, 598, 326, arrow=True)
+    box(600, 298, 150, 56, ["block_online", "rest read twice"], GLOBAL)
+    notes = ["Every path launches one block per tile of rows, up to 2^31 \u2212 1 blocks; the "
+             "kernels stride over any rest.",
              "Launch and Describe call the same PlanSoftmax, so the trace shows exactly what "
              "ran."]
     for k, note in enumerate(notes):
-        svg.text(20, 376 + 20 * k, note, size=12.5, fill=MUTED)
+        svg.text(20, 396 + 20 * k, note, size=12.5, fill=MUTED)
     return svg
 
 

@@ -29,6 +29,8 @@ DEST = Path(__file__).resolve().parent.parent / "_static" / "bench"
 NO_GPU = "No GPU results recorded yet."
 PATHS = ("warp", "block_smem", "block_online")
 
+# departures.md is not among these: it quotes tools/softmax_lab.sh's ablations (lab_h200.txt
+# beside it), which this script neither runs nor reads, so `reset` leaves it alone.
 PLACEHOLDERS = {
     "summary.md": f"{NO_GPU} The summary of `python -m oneflite.bench` appears here once a "
                   "run is recorded with `docs/_tools/record.py`.\n",
@@ -38,8 +40,6 @@ PLACEHOLDERS = {
                      "`docs/_tools/record.py cuda` has run on one.\n",
     "cuda_trace.md": f"{NO_GPU} The running example, traced on a GPU, appears here once "
                      "`docs/_tools/record.py cuda` has run on one.\n",
-    "departures.md": f"{NO_GPU} Each row of the table above gets its measured effect here: "
-                     "the same GPU, the same shapes, with that one choice reverted.\n",
     **{f"path_{path}.md": f"{NO_GPU} Measurements of the `{path}` path appear here once a "
                           "GPU benchmark run is recorded with `docs/_tools/record.py`.\n"
        for path in PATHS},

@@ -292,37 +292,52 @@ std::vector<int64_t> DimsFromArgs(const py::args& args) {
 
 void BindTensor(py::module_& m) {
   py::class_<Tensor>(m, "Tensor", "A strided view of device memory with a dtype.")
-      .def_property_readonly("shape", [](const Tensor& t) { return ToTuple(t.shape()); })
+      .def_property_readonly(
+          "shape", [](const Tensor& t) { return ToTuple(t.shape()); },
+          "The size of each dim, as a tuple of ints; () for a 0-d tensor.")
       .def(
           "size",
           [](const Tensor& t, std::optional<int64_t> dim) -> py::object {
             if (!dim) { return ToTuple(t.shape()); }
             return py::int_(t.shape()[DimOfNonScalar(t, *dim)]);
           },
-          py::arg("dim") = py::none())
+          py::arg("dim") = py::none(),
+          "The shape as a tuple, or with ``dim`` the size of that dim (negative counts from the "
+          "end).")
       .def(
           "stride",
           [](const Tensor& t, std::optional<int64_t> dim) -> py::object {
             if (!dim) { return ToTuple(t.stride()); }
             return py::int_(t.stride()[DimOfNonScalar(t, *dim)]);
           },
-          py::arg("dim") = py::none())
-      .def("storage_offset", &Tensor::storage_offset)
-      .def_property_readonly("dtype", &Tensor::dtype)
-      .def_property_readonly("device", &Tensor::device)
-      .def_property_readonly("ndim", &Tensor::ndim)
-      .def_property_readonly("is_cuda",
-                             [](const Tensor& t) { return t.device().type == DeviceType::kCUDA; })
-      .def("dim", &Tensor::ndim)
-      .def("numel", &Tensor::numel)
-      .def("element_size", &Tensor::element_size)
-      .def("is_contiguous", &Tensor::is_contiguous)
-      .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()); })
-      .def("__len__",
-           [](const Tensor& t) {
-             ONEFLITE_CHECK(t.ndim() > 0, TypeError, "len() of a 0-d tensor");
-             return t.shape()[0];
-           })
+          py::arg("dim") = py::none(),
+          "The step between neighbouring elements of each dim, in elements, as a tuple; or with "
+          "``dim`` the stride of that dim.")
+      .def("storage_offset", &Tensor::storage_offset,
+           "Where this view's first element sits in its storage, counted in elements.")
+      .def_property_readonly("dtype", &Tensor::dtype, "The element type, a ``oneflite.dtype``.")
+      .def_property_readonly("device", &Tensor::device,
+                             "The device whose memory holds the elements, a ``oneflite.device``.")
+      .def_property_readonly("ndim", &Tensor::ndim, "The number of dims; 0 for a 0-d tensor.")
+      .def_property_readonly(
+          "is_cuda", [](const Tensor& t) { return t.device().type == DeviceType::kCUDA; },
+          "True when the elements are in the memory of a CUDA device.")
+      .def("dim", &Tensor::ndim, "The number of dims, as ``ndim``.")
+      .def("numel", &Tensor::numel, "The number of elements: the product of the shape.")
+      .def("element_size", &Tensor::element_size, "The size of one element, in bytes.")
+      .def("is_contiguous", &Tensor::is_contiguous,
+           "True when the elements lie in row-major (C) order without gaps; dims of size 1 may "
+           "have any stride.")
+      .def(
+          "data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()); },
+          "The address of the first element, as an int (0 when there is no memory).")
+      .def(
+          "__len__",
+          [](const Tensor& t) {
+            ONEFLITE_CHECK(t.ndim() > 0, TypeError, "len() of a 0-d tensor");
+            return t.shape()[0];
+          },
+          "The size of dim 0; a 0-d tensor has no len().")
       .def(
           "transpose",
           [](const Tensor& t, int64_t dim0, int64_t dim1) {
@@ -350,11 +365,16 @@ void BindTensor(py::module_& m) {
           [](const Tensor& t) { return CallWithoutGil([&] { return functional::Contiguous(t); }); },
           "This tensor if contiguous, else a contiguous copy.")
       .def("_as_strided", &Tensor::AsStrided, py::arg("shape"), py::arg("stride"),
-           py::arg("storage_offset"))
-      .def("_is_same", &Tensor::is_same)
-      .def_property_readonly("_writable", &Tensor::writable)
-      .def("_numpy", &ToNumpy, py::arg("numpy_dtype"))
-      .def("_to_dlpack", &ToDLPack, py::arg("versioned"));
+           py::arg("storage_offset"),
+           "A view of the same storage with this shape, stride and storage offset (elements).")
+      .def("_is_same", &Tensor::is_same,
+           "True when both are the same tensor, not merely views of the same memory.")
+      .def_property_readonly("_writable", &Tensor::writable,
+                             "False when the memory is read-only, as a read-only NumPy array's.")
+      .def("_numpy", &ToNumpy, py::arg("numpy_dtype"),
+           "A NumPy array of numpy_dtype viewing this CPU tensor's memory.")
+      .def("_to_dlpack", &ToDLPack, py::arg("versioned"),
+           "A DLPack capsule owning a reference to this tensor; versioned: DLPack 1.x.");
 
   m.def("_from_numpy", &FromNumpy, py::arg("array"), py::arg("dtype"));
   m.def("_from_dlpack_capsule", &FromDLPack, py::arg("capsule"));
