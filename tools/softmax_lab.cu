@@ -1,7 +1,7 @@
 // softmax_lab: times the CUDA softmax kernels directly, next to a device copy of the same bytes,
 // with or without one of the planner's choices undone. This is how the departures from the
-// reference design in docs/cuda/departures.md were measured: each variant is the production
-// plan with one decision changed, run by the production kernels.
+// reference design in docs/_static/bench/departures.md were measured: each variant is the
+// production plan with one decision changed, run by the production kernels.
 //
 //   tools/softmax_lab.sh [options]          (builds this file with nvcc, then runs it)
 //
@@ -60,8 +60,9 @@ using namespace oneflite::ep::primitive::cuda_softmax;
 #define LAB_HAS(code) 1
 #endif
 
-const std::vector<int64_t> kSweep = {32,   64,   100,  128,  256,   512,   768,   1000,  1024, 1025,
-                                     1536, 2048, 3072, 4096, 5000,  8192,  12345, 16384, 32768, 65536};
+const std::vector<int64_t> kSweep = {32,   64,   100,  128,  256,   512,   768,
+                                     1000, 1024, 1025, 1536, 2048,  3072,  4096,
+                                     5000, 8192, 12345, 16384, 32768, 65536};
 
 struct Options {
   std::vector<std::string> dtypes;
@@ -265,7 +266,9 @@ int main(int argc, char** argv) {
     } else if (arg == "--reps") {
       options.reps = std::stoi(value());
     } else if (arg == "--cols") {
-      while (i + 1 < argc && argv[i + 1][0] != '-') { options.cols.push_back(std::stoll(argv[++i])); }
+      while (i + 1 < argc && argv[i + 1][0] != '-') {
+        options.cols.push_back(std::stoll(argv[++i]));
+      }
     } else {
       std::fprintf(stderr, "unknown option %s (see the comment at the top of softmax_lab.cu)\n",
                    arg.c_str());
@@ -275,8 +278,8 @@ int main(int argc, char** argv) {
   if (options.dtypes.empty()) { options.dtypes = {"half", "bfloat16", "float"}; }
   if (options.cols.empty()) { options.cols = kSweep; }
   if (options.variants.empty()) { options.variants = {"default"}; }
-  const bool small_smem =
-      std::find(options.variants.begin(), options.variants.end(), "smem=48k") != options.variants.end();
+  const auto& variants = options.variants;
+  const bool small_smem = std::find(variants.begin(), variants.end(), "smem=48k") != variants.end();
   if (small_smem && options.variants.size() > 1) {
     std::fprintf(stderr, "smem=48k changes the whole process's plans: run it alone\n");
     return 2;

@@ -2,7 +2,10 @@
 # Build tools/softmax_lab.cu with nvcc (one binary per dtype, in parallel) and run it on the GPU.
 #
 #   tools/softmax_lab.sh [--dtype half|bfloat16|float|double ...] [--algo ...] [--cols ...]
-#                        [--variant default|grid=all|stages=1|smem=48k] [--reps N]
+#                        [--variant default|grid=tiles|grid=persistent|path=block|smem=48k|
+#                                   online=N|block=N ...] [--reps N]
+#
+# The variants are described at the top of tools/softmax_lab.cu.
 #
 # With no --dtype, half, bfloat16 and float run one after another. Environment: ONEFLITE_CUDA_ARCH
 # (default 90), LAB_BUILD (where the binaries go, default build/softmax_lab).

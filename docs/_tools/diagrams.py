@@ -443,7 +443,7 @@ def dispatch() -> Svg:
     svg.text(390, 158, "no", size=12, fill=PAD[1], weight="bold")
     box(120, 172, 400, 66, ["for each block size from 128 up:",
                             "row fits the opt-in shared memory? ask the occupancy API",
-                            "keep the most resident blocks; ties: the larger block"],
+                            "128 threads if 4+ fit, else the most resident threads"],
         ("#ffffff", INK), bold_first=False)
     svg.line(520, 205, 598, 205, arrow=True)
     svg.text(559, 198, "2+ per SM", size=11.5, anchor="middle", fill=CXX[1], weight="bold")

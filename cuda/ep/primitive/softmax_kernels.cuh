@@ -6,10 +6,13 @@
 //   warp          the row lives in the registers of one warp, or of a smaller group of lanes
 //                 for short rows; max and sum are butterfly shuffles. Reads x once.
 //   block_smem    one block per row, the row cached in shared memory (up to the opt-in limit,
-//                 about 227 KiB on Hopper), copied there asynchronously so the next row's copy
-//                 overlaps this row's arithmetic. Reads x once.
-//   block_online  one block per row for rows longer than shared memory: as much of the row as
-//                 fits is cached, the rest is read twice, the second time usually from L2.
+//                 about 227 KiB on Hopper), copied there asynchronously; while one block waits
+//                 on its copy, the SM's other blocks compute. Reads x once.
+//   block_online  one block per row for rows longer than its cache (rows past shared memory,
+//                 or two blocks sharing an SM's): as much of the row as fits is cached, the rest
+//                 is read twice, the second time usually from L2.
+//
+// Every path launches one block per tile of rows (SetGrid).
 //
 // Both block paths are one kernel (BlockSoftmaxKernel). Its first pass keeps a running
 // (max, sum) pair per thread (the online normalizer), so max and sum come from one pass over
@@ -18,9 +21,10 @@
 // All global accesses are 16-byte packs (4 floats, 8 halves or bfloat16s, 2 doubles). A row need
 // not start on a 16-byte boundary (odd cols, or a view with a storage offset), so each row is
 // seen through its *window*: the 16-byte-aligned packs that cover it. Packs wholly inside the
-// row move as one vector; the (at most two) packs that stick out of the row are read and
-// written element by element. Everything outside the row reads as -inf, which never wins the
-// max and adds exp(-inf) = 0 to the sum.
+// row move as one vector. The warp path spreads the columns outside them (at most 2 * (P - 1)
+// a row) over the lanes as scalars; the block path reads and writes the (at most two) packs that
+// stick out of the row element by element. Everything outside the row reads as -inf, which
+// never wins the max and adds exp(-inf) = 0 to the sum.
 //
 // One decision function, PlanSoftmax, picks the path and its configuration; Launch runs the
 // plan and Describe prints it, so the two can never disagree.
@@ -353,7 +357,9 @@ __global__ void __launch_bounds__(kWarpBlockSize, kWarpMinBlocksPerSm<T>)
       for (int n = 0; n < kPacks; ++n) {
         const int c0 = (n * kWidth + lane_in_group) * P - head[r];
         Pack<T> pack = NegativeInfinityPack<T>();
-        if (c0 >= 0 && c0 + P <= row_cols[r]) { pack = *reinterpret_cast<const Pack<T>*>(x_row + c0); }
+        if (c0 >= 0 && c0 + P <= row_cols[r]) {
+          pack = *reinterpret_cast<const Pack<T>*>(x_row + c0);
+        }
 #pragma unroll
         for (int j = 0; j < P; ++j) { v[r][n * P + j] = ToCompute(pack.elem[j]); }
       }
@@ -839,8 +845,8 @@ void ForEachBlockSize(Fn&& fn) {
 // grid is correct; what differs is speed. One block per tile, scheduled by the hardware as
 // blocks retire, measured faster than a persistent grid of only the resident blocks on every
 // path where two or more blocks fit on an SM: 5-13% for float, and up to 15% for the 16-bit
-// types on an H200 (NOTES.md, "Second round"), and on par where one block fills an SM. A grid of more
-// than 2^31 - 1 blocks is capped; the stride covers the rest.
+// types on an H200 (NOTES.md, "Second round"), and on par where one block fills an SM. A grid
+// of more than 2^31 - 1 blocks is capped; the stride covers the rest.
 inline void SetGrid(Plan& plan, int64_t tiles, const CudaDeviceInfo& info, int active_per_sm,
                     bool persistent) {
   plan.tiles = tiles;
