@@ -164,7 +164,8 @@ void CheckConversions(int lanes, Widen widen, Narrow narrow, const char* type) {
 
 // Every 61st float in [-87.3, 0] within `ulps` of exp in double (exp(0) exactly 1); exactly 0
 // from -87.7 down to -inf; NaN stays NaN. With fused multiply-adds the polynomial keeps within
-// 1 ulp; without (baseline x86-64), each step rounds twice, and 2 ulp is the bound.
+// 1 ulp (the x86 variants fuse them explicitly); without (portable code, unless the compiler
+// fuses), each step rounds twice, and 2 ulp is the bound.
 template <typename ExpFn>
 void CheckExp(int lanes, ExpFn exp_fn, double ulps, const char* name) {
   std::vector<float> in, out;
@@ -357,7 +358,7 @@ int main() {
                           __builtin_cpu_supports("avx512bw") &&
                           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
   attempt("avx2", has_avx2, CHECK_VARIANT(avx2, 8, 1.0));
-  attempt("wide_portable", has_avx2, CHECK_VARIANT(wide_portable, 16, 1.0));
+  attempt("wide_portable", has_avx2, CHECK_VARIANT(wide_portable, 16, 2.0));
   attempt("avx512", has_avx512, CHECK_VARIANT(avx512, 16, 1.0));
 #endif
   return failures == 0 ? 0 : 1;

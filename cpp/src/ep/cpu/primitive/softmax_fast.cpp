@@ -112,27 +112,29 @@ Isa DetectIsa() {
 
 // The best variant the CPU runs, capped by ONEFLITE_CPU_ISA ("portable", "avx2" or "avx512"),
 // which exists so that tests and benchmarks can exercise the lower variants on any machine.
-Isa SelectIsa() {
-  static const Isa selected = [] {
-    const Isa best = DetectIsa();
-    const char* env = std::getenv("ONEFLITE_CPU_ISA");
-    if (env == nullptr || *env == '\0') { return best; }
-    for (Isa cap : {Isa::kPortable, Isa::kAvx2, Isa::kAvx512}) {
-      if (std::strcmp(env, IsaName(cap)) == 0) { return std::min(cap, best); }
-    }
-    return best;  // an unknown name: validated (and reported) by the factory, not here
-  }();
-  return selected;
-}
+// Decided once per process; an unknown name makes every fast softmax raise ValueError.
+struct IsaChoice {
+  Isa isa = Isa::kPortable;
+  std::string error;  // non-empty: ONEFLITE_CPU_ISA names no variant
+};
 
-void CheckIsaVariable() {
-  const char* env = std::getenv("ONEFLITE_CPU_ISA");
-  if (env == nullptr || *env == '\0') { return; }
-  for (Isa isa : {Isa::kPortable, Isa::kAvx2, Isa::kAvx512}) {
-    if (std::strcmp(env, IsaName(isa)) == 0) { return; }
-  }
-  ONEFLITE_THROW(ValueError, "ONEFLITE_CPU_ISA=", env,
-                 ": expected portable, avx2 or avx512 (a cap on the instruction set)");
+const IsaChoice& SelectIsa() {
+  static const IsaChoice choice = [] {
+    IsaChoice c;
+    c.isa = DetectIsa();
+    const char* env = std::getenv("ONEFLITE_CPU_ISA");
+    if (env == nullptr || *env == '\0') { return c; }
+    for (Isa cap : {Isa::kPortable, Isa::kAvx2, Isa::kAvx512}) {
+      if (std::strcmp(env, IsaName(cap)) == 0) {
+        c.isa = std::min(cap, c.isa);
+        return c;
+      }
+    }
+    c.error = std::string("ONEFLITE_CPU_ISA=") + env +
+              ": expected portable, avx2 or avx512 (a cap on the instruction set)";
+    return c;
+  }();
+  return choice;
 }
 
 template <typename T>
@@ -212,8 +214,9 @@ class FastFactory final : public FactoryT {
  public:
   using Interface = typename FactoryT::PrimitiveType;
   std::unique_ptr<Interface> New(DataType dtype) override {
-    CheckIsaVariable();
-    const Isa isa = SelectIsa();
+    const IsaChoice& choice = SelectIsa();
+    ONEFLITE_CHECK(choice.error.empty(), ValueError, choice.error);
+    const Isa isa = choice.isa;
     switch (dtype) {
       case DataType::kFloat16:
         return std::make_unique<FastSoftmax<Interface, float16, kLog>>(isa);
