@@ -19,6 +19,7 @@
 //   path=block  a block path even for rows the warp path takes
 //   online=N    block_online with N (2 or 4) blocks per SM, each caching 1/N of shared memory
 //   block=N     block_smem with N threads a block (128, 256, 512 or 1024) where it plans block_smem
+//   copy=registers  the block paths fill shared memory through registers, not cp.async
 
 //   smem=48k    planned as if shared memory stopped at the 48 KiB default (no opt-in)
 //
@@ -143,6 +144,22 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
       plan.block = kBlock;
       plan.active_per_sm = MaxActiveBlocksPerSm(kernel, info, kBlock, plan.smem);
       plan.grid = static_cast<int>(std::min<int64_t>(rows, 0x7fffffff));
+    };
+    ForEachBlockSize<T>(use);
+  } else if (variant == "copy=registers" && plan.path != Path::kWarp) {
+    // The block paths with shared memory filled through registers instead of cp.async.
+    auto use = [&](auto block_tag) {
+      constexpr int kBlock = decltype(block_tag)::value;
+      if (kBlock != plan.block || kBlock > kMaxBlockSize<T>) { return; }
+      const void* kernel = options.algo == Algorithm::kSoftmax
+                               ? reinterpret_cast<const void*>(
+                                     &BlockSoftmaxKernel<T, Algorithm::kSoftmax, kBlock, false>)
+                               : reinterpret_cast<const void*>(
+                                     &BlockSoftmaxKernel<T, Algorithm::kLogSoftmax, kBlock, false>);
+      MaxDynamicSmem(kernel, info);  // raises this kernel's limit too
+      plan.launch = options.algo == Algorithm::kSoftmax
+                        ? &LaunchBlock<T, Algorithm::kSoftmax, kBlock, false>
+                        : &LaunchBlock<T, Algorithm::kLogSoftmax, kBlock, false>;
     };
     ForEachBlockSize<T>(use);
   } else if (variant.rfind("online=", 0) == 0 && plan.path != Path::kWarp) {

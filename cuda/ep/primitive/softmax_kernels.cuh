@@ -564,8 +564,10 @@ __device__ __forceinline__ int PacksOwned(Index window, int tid) {
 // pass 1 and again in pass 2, right after the cached part, while they are likely still in L2.
 //
 // Counters of packs are int: a row that fits in memory has fewer than 2^31 * kBlock packs.
-// Positions in the row are int64.
-template <typename T, Algorithm kAlgorithm, int kBlock>
+// Positions in the row are int64. kAsyncCopy = false copies through registers instead (loads,
+// then shared-memory stores), as the reference design does; only tools/softmax_lab.cu
+// instantiates it, to measure what cp.async buys.
+template <typename T, Algorithm kAlgorithm, int kBlock, bool kAsyncCopy = true>
 __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
     BlockSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int64_t cols,
                        int cached_packs, bool y_vector_ok) {
@@ -595,8 +597,12 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
     if (!at_tensor_end) {
 #pragma unroll 4
       for (int i = 0; i < n; ++i) {
-        __pipeline_memcpy_async(dst + i * kBlock, src + static_cast<int64_t>(i) * kBlock,
-                                kPackBytes);
+        if constexpr (kAsyncCopy) {
+          __pipeline_memcpy_async(dst + i * kBlock, src + static_cast<int64_t>(i) * kBlock,
+                                  kPackBytes);
+        } else {
+          dst[i * kBlock] = src[static_cast<int64_t>(i) * kBlock];
+        }
       }
     } else {
 #pragma unroll 1
@@ -606,7 +612,11 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
           const int64_t c0 = (tid + static_cast<int64_t>(i) * kBlock) * P - head;
           dst[i * kBlock] = LoadPack(x_row, c0, cols);
         } else {
-          __pipeline_memcpy_async(dst + i * kBlock, from, kPackBytes);
+          if constexpr (kAsyncCopy) {
+            __pipeline_memcpy_async(dst + i * kBlock, from, kPackBytes);
+          } else {
+            dst[i * kBlock] = *from;
+          }
         }
       }
     }
@@ -785,10 +795,10 @@ void LaunchWarp(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t col
   ONEFLITE_CUDA_CHECK_LAUNCH();
 }
 
-template <typename T, Algorithm kAlgorithm, int kBlock>
+template <typename T, Algorithm kAlgorithm, int kBlock, bool kAsyncCopy = true>
 void LaunchBlock(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols, const void* x,
                  void* y) {
-  BlockSoftmaxKernel<T, kAlgorithm, kBlock><<<plan.grid, kBlock, plan.smem, stream>>>(
+  BlockSoftmaxKernel<T, kAlgorithm, kBlock, kAsyncCopy><<<plan.grid, kBlock, plan.smem, stream>>>(
       static_cast<const T*>(x), static_cast<T*>(y), rows, cols, plan.cached_packs,
       SameAlignment(x, y));
   ONEFLITE_CUDA_CHECK_LAUNCH();
