@@ -31,6 +31,19 @@ def test_quick_cpu_benchmark_writes_a_checked_table_and_json(tmp_path: Path) -> 
     assert "CPU threads: oneflite 1" in result.stdout
 
 
+def test_min_statistic_is_accepted(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "oneflite.bench", "--quick", "--device", "cpu", "--dtypes",
+         "float32", "--ops", "softmax", "--cols", "32", "--repeats", "3", "--statistic", "min",
+         "--out", str(tmp_path)],
+        capture_output=True, text=True, check=False, cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    mine = [r for r in json.loads((tmp_path / "results.json").read_text())["results"]
+            if r["provider"] == "oneflite"]
+    assert len(mine) == 1 and mine[0]["ms"] > 0
+
+
 def test_overhead_mode_reports_per_call_times(tmp_path: Path) -> None:
     # Run outside the repository, so `-m oneflite` finds the installed package, not the source.
     result = subprocess.run([sys.executable, "-m", "oneflite.bench", "--overhead", "--quick"],
