@@ -19,6 +19,10 @@ _functors = _C.functional
 
 
 def _check_args(name: str, input: object, dim: object, dtype: object) -> int | None:
+    # The common call (a Tensor, a plain int dim, no dtype) passes with three type tests; this
+    # is the whole of the Python layer's cost on a tiny tensor, next to the C++ call.
+    if type(dim) is int and type(input) is Tensor and dtype is None and -(2**63) <= dim < 2**63:
+        return dim
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}(): argument 'input' must be a oneflite.Tensor, "
                         f"not {type(input).__name__}")
