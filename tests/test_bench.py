@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+
+from conftest import run_python
 
 
 def test_quick_cpu_benchmark_writes_a_checked_table_and_json(tmp_path: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "oneflite.bench", "--quick", "--device", "cpu", "--dtypes",
-         "float32", "bfloat16", "--cols", "32", "1025", "--repeats", "2", "--threads", "1",
-         "--out", str(tmp_path)],
-        capture_output=True, text=True, check=False, cwd=tmp_path,
-    )
+    result = run_python("-m", "oneflite.bench", "--quick", "--device", "cpu", "--dtypes",
+                        "float32", "bfloat16", "--cols", "32", "1025", "--repeats", "2",
+                        "--threads", "1", "--out", str(tmp_path), cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     payload = json.loads((tmp_path / "results.json").read_text())
     providers = {r["provider"] for r in payload["results"]}
@@ -32,12 +29,9 @@ def test_quick_cpu_benchmark_writes_a_checked_table_and_json(tmp_path: Path) -> 
 
 
 def test_min_statistic_is_accepted(tmp_path: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "oneflite.bench", "--quick", "--device", "cpu", "--dtypes",
-         "float32", "--ops", "softmax", "--cols", "32", "--repeats", "3", "--statistic", "min",
-         "--out", str(tmp_path)],
-        capture_output=True, text=True, check=False, cwd=tmp_path,
-    )
+    result = run_python("-m", "oneflite.bench", "--quick", "--device", "cpu", "--dtypes",
+                        "float32", "--ops", "softmax", "--cols", "32", "--repeats", "3",
+                        "--statistic", "min", "--out", str(tmp_path), cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     mine = [r for r in json.loads((tmp_path / "results.json").read_text())["results"]
             if r["provider"] == "oneflite"]
@@ -45,9 +39,7 @@ def test_min_statistic_is_accepted(tmp_path: Path) -> None:
 
 
 def test_overhead_mode_reports_per_call_times(tmp_path: Path) -> None:
-    # Run outside the repository, so `-m oneflite` finds the installed package, not the source.
-    result = subprocess.run([sys.executable, "-m", "oneflite.bench", "--overhead", "--quick"],
-                            capture_output=True, text=True, check=False, cwd=tmp_path)
+    result = run_python("-m", "oneflite.bench", "--overhead", "--quick", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "oneflite.nn.functional.softmax" in result.stdout
     assert "us/call" in result.stdout

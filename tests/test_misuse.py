@@ -4,10 +4,12 @@ was)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import textwrap
 import threading
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -72,6 +74,16 @@ def registered(kind: str, fn, name: str, **kwargs):
     return name
 
 
+@contextlib.contextmanager
+def registration(kind: str, fn, name: str, **kwargs) -> Iterator[str]:
+    """`fn` registered as backend `name` of `kind` for the block, unregistered after it."""
+    P.register(kind, fn, name=name, **kwargs)
+    try:
+        yield name
+    finally:
+        P.unregister(kind, name, kwargs.get("device", "cpu"))
+
+
 # ---- a backend that raises ---------------------------------------------------------------
 
 
@@ -106,21 +118,20 @@ def test_exception_raised_in_a_backend_reaches_the_caller_intact(kind, error):
     def failing(x, y):
         raise error
 
-    name = registered(kind, failing, "failing")
     try:
-        with pytest.raises(type(error)) as info:
-            getattr(F, kind)(make_tensor(VALUES, oneflite.float32), 1)
-        assert info.value is error, "the caller got a different exception object"
-        assert str(info.value) == str(error)
-        assert getattr(info.value, "payload", None) == getattr(error, "payload", None)
-        frames = [entry.name for entry in info.traceback]
-        assert "failing" in frames, f"the backend's frame is missing from the traceback: {frames}"
-        # The same backend fails the same way every time: nothing was left half-done.
-        with pytest.raises(type(error)):
-            getattr(F, kind)(make_tensor(VALUES[:2], oneflite.float64), 0)
+        with registration(kind, failing, "failing"):
+            with pytest.raises(type(error)) as info:
+                getattr(F, kind)(make_tensor(VALUES, oneflite.float32), 1)
+            assert info.value is error, "the caller got a different exception object"
+            assert str(info.value) == str(error)
+            assert getattr(info.value, "payload", None) == getattr(error, "payload", None)
+            frames = [entry.name for entry in info.traceback]
+            assert "failing" in frames, f"no backend frame in the traceback: {frames}"
+            # The same backend fails the same way every time: nothing was left half-done.
+            with pytest.raises(type(error)):
+                getattr(F, kind)(make_tensor(VALUES[:2], oneflite.float64), 0)
     finally:
-        P.unregister(kind, name)
-        error.__traceback__ = None
+        error.__traceback__ = None  # the traceback holds this frame, and with it `error`
 
 
 def test_tensors_a_failing_backends_traceback_holds_stay_readable():
@@ -130,12 +141,9 @@ def test_tensors_a_failing_backends_traceback_holds_stay_readable():
         y.numpy()[...] = 7.0
         raise OSError("after writing y")
 
-    name = registered("softmax", failing, "failing_with_locals", dtypes=[oneflite.float32])
-    try:
+    with registration("softmax", failing, "failing_with_locals", dtypes=[oneflite.float32]):
         with pytest.raises(OSError) as info:
             F.softmax(oneflite.tensor(VALUES.astype(np.float32)), 1)
-    finally:
-        P.unregister("softmax", name)
     frame = next(e for e in info.traceback if e.name == "failing").frame
     x, y = frame.f_locals["x"], frame.f_locals["y"]
     for _ in range(20):  # churn the allocator
@@ -151,13 +159,10 @@ def test_exception_chained_inside_a_backend_keeps_its_cause():
         except KeyError as cause:
             raise RuntimeError("wrapped") from cause
 
-    name = registered("softmax", failing, "chaining")
-    try:
+    with registration("softmax", failing, "chaining"):
         with pytest.raises(RuntimeError, match="wrapped") as info:
             F.softmax(make_tensor(VALUES, oneflite.float32), 1)
         assert isinstance(info.value.__cause__, KeyError)
-    finally:
-        P.unregister("softmax", name)
 
 
 def test_backend_raising_after_writing_part_of_y_returns_no_partial_result():
@@ -165,14 +170,11 @@ def test_backend_raising_after_writing_part_of_y_returns_no_partial_result():
         y.numpy()[0] = 123.0
         raise ArithmeticError("half done")
 
-    name = registered("softmax", half_done, "half_done")
-    try:
+    with registration("softmax", half_done, "half_done"):
         x = make_tensor(VALUES, oneflite.float32)
         with pytest.raises(ArithmeticError, match="half done"):
             F.softmax(x, 1)
         np.testing.assert_array_equal(to_float64(x), VALUES.astype(np.float32))
-    finally:
-        P.unregister("softmax", name)
 
 
 # ---- a backend that returns the wrong thing ------------------------------------------------
@@ -196,12 +198,9 @@ def test_backend_returning_anything_but_none_raises_type_error(returned):
             return (v for v in ())
         return returned
 
-    name = registered("softmax", returning, "returning")
-    try:
+    with registration("softmax", returning, "returning"):
         with pytest.raises(TypeError, match="return None"):
             F.softmax(make_tensor(VALUES, oneflite.float32), 1)
-    finally:
-        P.unregister("softmax", name)
 
 
 def test_generator_function_as_a_backend_raises_type_error():
@@ -209,12 +208,9 @@ def test_generator_function_as_a_backend_raises_type_error():
         numpy_backend("softmax")(x, y)
         yield
 
-    name = registered("softmax", generator, "generator")
-    try:
+    with registration("softmax", generator, "generator"):
         with pytest.raises(TypeError, match="generator"):
             F.softmax(make_tensor(VALUES, oneflite.float32), 1)
-    finally:
-        P.unregister("softmax", name)
 
 
 # ---- a backend that keeps its x or y -----------------------------------------------------
@@ -243,13 +239,10 @@ def test_backend_keeping_its_x_or_y_raises_runtime_error_and_what_it_kept_stays_
         numpy_backend(kind)(x, y)
         store.append(KEEPERS[kept](x, y))
 
-    name = registered(kind, keeper, "keeper", dtypes=[oneflite.float32])
     x_values = VALUES.astype(np.float32)
-    try:
+    with registration(kind, keeper, "keeper", dtypes=[oneflite.float32]):
         with pytest.raises(RuntimeError, match="kept a reference"):
             getattr(F, kind)(oneflite.tensor(x_values), 1)
-    finally:
-        P.unregister(kind, name)
     (held,) = store
     # Whatever the backend kept is its own memory: allocate and compute a lot, then read it.
     for _ in range(20):
@@ -284,11 +277,8 @@ def test_backend_keeping_a_copy_is_fine():
         copies.append(x.numpy().copy())
         copies.append(np.array(y.numpy()))
 
-    name = registered("softmax", copier, "copier", dtypes=[oneflite.float32])
-    try:
+    with registration("softmax", copier, "copier", dtypes=[oneflite.float32]):
         y = F.softmax(make_tensor(VALUES, oneflite.float32), 1)
-    finally:
-        P.unregister("softmax", name)
     assert_close(
         to_float64(y),
         softmax_ref(VALUES.astype(np.float32).astype(np.float64), 1),
@@ -545,12 +535,9 @@ def test_wrong_signature_or_not_callable_raises_type_error(fn):
     ids=["default-third", "varargs", "varargs-and-kwargs", "partial"],
 )
 def test_callables_that_accept_two_arguments_are_accepted(fn):
-    name = registered("softmax", fn, "accepts_two")
-    try:
+    with registration("softmax", fn, "accepts_two"):
         x = make_tensor(VALUES, oneflite.float64)
         assert_close(to_float64(F.softmax(x, 1)), softmax_ref(VALUES, 1), oneflite.float64)
-    finally:
-        P.unregister("softmax", name)
 
 
 def test_callable_without_a_name_needs_one():

@@ -55,14 +55,17 @@ void ReleaseWithGil(std::function<void()> release) {
     release();
     return;
   }
+  bool first = false;
   {
     std::lock_guard<std::mutex> lock(pending_mutex);
+    first = Pending().empty();
     Pending().push_back(std::move(release));
     has_pending.store(true, std::memory_order_release);
   }
-  // When the interpreter's queue of calls is full this fails, and the release waits for the
-  // next thread that comes back into Python through oneflite.
-  Py_AddPendingCall(&RunPendingReleasesCall, nullptr);
+  // One interpreter call per batch, not per release: the interpreter's queue of pending calls is
+  // small and shared (signal handlers use it too). When that queue is full this fails, and the
+  // batch waits for the next thread that comes back into Python through oneflite.
+  if (first) { Py_AddPendingCall(&RunPendingReleasesCall, nullptr); }
 }
 
 void ReleaseReference(PyObject* object) {
