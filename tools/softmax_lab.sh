@@ -29,7 +29,9 @@ code() { case "$1" in half) echo 1 ;; bfloat16) echo 2 ;; float) echo 3 ;; doubl
 sources=("$repo/tools/softmax_lab.cu" "$repo/cuda/ep/primitive/softmax_plan.cu")
 for dtype in "${dtypes[@]}"; do
   binary="$build/softmax_lab_$dtype"
-  newest=$(ls -t "${sources[@]}" "$repo/cuda/ep/primitive/softmax_kernels.cuh" "$binary" 2>/dev/null | head -1)
+  # The newest of the sources and the binary (ls fails, harmlessly, while there is no binary).
+  newest=$( (ls -t "${sources[@]}" "$repo/cuda/ep/primitive/softmax_kernels.cuh" "$binary" \
+             2>/dev/null || true) | head -1)
   if [ "$newest" != "$binary" ]; then
     nvcc -O3 -std=c++17 --expt-relaxed-constexpr -arch="sm_$arch" -DLAB_DTYPE="$(code "$dtype")" \
       -I"$repo/cuda" -I"$repo/cpp/include" "${sources[@]}" -o "$binary" &
