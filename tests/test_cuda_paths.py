@@ -3,12 +3,11 @@ memcheck, racecheck, initcheck and synccheck (so it keeps launches few and small
 quick check in the normal suite.
 
 Row lengths are picked to reach each rung of the warp ladder (every thread-group width, one and
-two rows per access, each packs-per-lane count) for every dtype, then the shared-memory path,
-the cluster path (sm_90 and later) and the online path for rows longer than those cache. Each
-shape runs from an aligned start and from one row in (off a 16-byte boundary for most lengths),
-for softmax and log_softmax; the last test checks from oneflite's own trace that every path was
-reached. Transposes (the permute kernel) and dtype= casts (the cast kernel) are covered too.
-Skips without a CUDA GPU.
+two rows per access, each packs-per-lane count) for every dtype, then the shared-memory path
+and the online path for rows past shared memory. Each shape runs from an aligned start and from
+one row in (off a 16-byte boundary for most lengths), for softmax and log_softmax; the last test
+checks from oneflite's own trace that every path was reached. Transposes (the permute kernel)
+and dtype= casts (the cast kernel) are covered too. Skips without a CUDA GPU.
 """
 
 from __future__ import annotations
@@ -33,12 +32,10 @@ OPS = {"softmax": (F.softmax, softmax_ref), "log_softmax": (F.log_softmax, log_s
 
 # Row lengths reaching every warp rung of every dtype (16-byte packs: 8 halves, 4 floats, 2
 # doubles; the rung is the first whose lanes x packs cover the row), the shared-memory path
-# (double from 257, float from 2049, half and bfloat16 from 3073), the cluster path (rows of
-# more than ~113 KB: float from ~29k, half ~58k; no double kernels) and the online path (double
-# past ~227 KB a row, ~29k; the others past what 8 blocks of a cluster cache, ~900 KB: float
-# 262144, half 600001).
+# (double from 257, float from 2049, half and bfloat16 from 3073) and the online path (past
+# ~227 KB a row: double from ~29k, float ~58k, half ~116k).
 COLS = [1, 2, 3, 5, 10, 14, 31, 33, 64, 65, 129, 254, 257, 506, 513, 1000, 1025, 1534, 2500,
-        4097, 12345, 65536, 100003, 262144, 600001]  # fmt: skip
+        4097, 12345, 65536, 100003, 262144]  # fmt: skip
 
 # What each aligned launch's plan said, per dtype: filled by the tests, read by the last one.
 PLANS: dict[str, set[str]] = defaultdict(set)
@@ -62,12 +59,6 @@ def _values(rows: int, cols: int, seed: int) -> np.ndarray:
     if rows > 3:
         values[2, :] = -np.inf  # a row of -inf only: NaN
     return values
-
-
-def _has_clusters() -> bool:
-    # Thread-block clusters need compute capability 9.0; the backend's description names it.
-    found = re.search(r"cuda:0 .*?, sm_(\d+)\d,", oneflite._C._device_backends().get("cuda", ""))
-    return found is not None and int(found.group(1)) >= 9
 
 
 def _plan(trace: oneflite.Trace) -> list[str]:
@@ -224,10 +215,7 @@ def test_every_kernel_path_was_reached():
         paths = {p.split(": ", 1)[1].split(":")[0] for p in plans}
         widths = {int(w) for p in plans for w in re.findall(r"thread_group_width=(\d+)", p)}
         rows_per_access = {int(r) for p in plans for r in re.findall(r"rows_per_access=(\d+)", p)}
-        expected = ["warp", "block_smem", "block_online"]
-        if dtype != oneflite.float64 and _has_clusters():
-            expected.append("block_cluster")
-        for path in expected:
+        for path in ("warp", "block_smem", "block_online"):
             if path not in paths:
                 missing.append(f"{dtype.name}: {path}")
         for width in (1, 2, 4, 8, 16, 32):

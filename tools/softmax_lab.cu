@@ -20,9 +20,6 @@
 //   online=N    block_online with N (2 or 4) blocks per SM, each caching 1/N of shared memory
 //   block=N     block_smem with N threads a block (128, 256, 512 or 1024) where it plans block_smem
 //   copy=registers  the block paths fill shared memory through registers, not cp.async
-//   cluster=N   block_cluster with clusters of N blocks (2, 4 or 8) wherever a block path is
-//               planned and N blocks' slices fit, however few blocks an SM that leaves
-//   cluster=off the plan of a device without thread-block clusters (no block_cluster)
 
 //   smem=48k    planned as if shared memory stopped at the 48 KiB default (no opt-in)
 //
@@ -119,11 +116,9 @@ template <typename T>
 Plan VariantPlan(const Options& options, const std::string& variant, const CudaDeviceInfo& info,
                  int64_t rows, int64_t cols) {
   const bool allow_warp = variant != "path=block";
-  CudaDeviceInfo plan_info = info;
-  if (variant == "cluster=off") { plan_info.major = std::min(plan_info.major, 8); }
   Plan plan = options.algo == Algorithm::kSoftmax
-                  ? PlanSoftmax<T, Algorithm::kSoftmax>(plan_info, rows, cols, true, allow_warp)
-                  : PlanSoftmax<T, Algorithm::kLogSoftmax>(plan_info, rows, cols, true, allow_warp);
+                  ? PlanSoftmax<T, Algorithm::kSoftmax>(info, rows, cols, true, allow_warp)
+                  : PlanSoftmax<T, Algorithm::kLogSoftmax>(info, rows, cols, true, allow_warp);
   const int64_t resident = static_cast<int64_t>(info.sm_count) * plan.active_per_sm;
   if (variant == "grid=tiles") {
     plan.persistent = false;
@@ -167,16 +162,6 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
                         : &LaunchBlock<T, Algorithm::kLogSoftmax, kBlock, false>;
     };
     ForEachBlockSize<T>(use);
-  } else if (variant.rfind("cluster=", 0) == 0 && variant != "cluster=off" &&
-             plan.path != Path::kWarp) {
-    const int n = std::stoi(variant.substr(8));
-    const int64_t window = MaxWindowPacks<T>(cols, true);
-    const bool planned =
-        options.algo == Algorithm::kSoftmax
-            ? PlanCluster<T, Algorithm::kSoftmax>(info, rows, window, 1, plan, n)
-            : PlanCluster<T, Algorithm::kLogSoftmax>(info, rows, window, 1, plan, n);
-    if (!planned) { std::fprintf(stderr, "%s: no cluster plan at %lld cols\n", variant.c_str(),
-                                 static_cast<long long>(cols)); }
   } else if (variant.rfind("online=", 0) == 0 && plan.path != Path::kWarp) {
     // block_online with N blocks per SM, each caching 1/N of the SM's shared memory.
     const int n = std::stoi(variant.substr(7));

@@ -3,8 +3,7 @@
 #
 #   tools/softmax_lab.sh [--dtype half|bfloat16|float|double ...] [--algo ...] [--cols ...]
 #                        [--variant default|grid=tiles|grid=persistent|path=block|smem=48k|
-#                                   online=N|block=N|copy=registers|cluster=N|cluster=off ...]
-#                        [--reps N]
+#                                   online=N|block=N ...] [--reps N]
 #
 # The variants are described at the top of tools/softmax_lab.cu.
 #

@@ -8,17 +8,13 @@
 //   block_smem    one block per row, the row cached in shared memory (up to the opt-in limit,
 //                 about 227 KiB on Hopper), copied there asynchronously; while one block waits
 //                 on its copy, the SM's other blocks compute. Reads x once.
-//   block_cluster a thread-block cluster per row (Hopper and later): each of its 2, 4 or 8
-//                 blocks caches a slice of the row in its own shared memory, and the blocks
-//                 combine their (max, sum) through distributed shared memory. Rows too long
-//                 for several blocks an SM get several blocks an SM again. Reads x once.
 //   block_online  one block per row for rows longer than its cache (rows past shared memory,
 //                 or two blocks sharing an SM's): as much of the row as fits is cached, the rest
 //                 is read twice, the second time usually from L2.
 //
 // Every path launches one block per tile of rows (SetGrid).
 //
-// The block paths are one kernel (BlockSoftmaxKernel). Its first pass keeps a running
+// Both block paths are one kernel (BlockSoftmaxKernel). Its first pass keeps a running
 // (max, sum) pair per thread (the online normalizer), so max and sum come from one pass over
 // the row, and x is never read a third time. NOTES.md beside this file explains each choice.
 //
@@ -36,7 +32,6 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
-#include <cooperative_groups.h>
 #include <cuda_pipeline_primitives.h>
 #include <cuda_runtime.h>
 #include <math_constants.h>
@@ -559,65 +554,6 @@ __device__ __forceinline__ int PacksOwned(Index window, int tid) {
   return tid < window ? static_cast<int>((window - 1 - tid) / kBlock) + 1 : 0;
 }
 
-// ---- Thread-block clusters (block_cluster) ---------------------------------------------------
-
-// Whether block_cluster kernels are compiled for the current pass: clusters and distributed
-// shared memory need sm_90. The host pass sees them too (it never runs them).
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-#define ONEFLITE_SOFTMAX_HAS_CLUSTERS 1
-#else
-#define ONEFLITE_SOFTMAX_HAS_CLUSTERS 0
-#endif
-
-// The cluster barrier in its two halves: arrive says "this thread is done with what the others
-// may overwrite or free", wait blocks until every thread of every block in the cluster has
-// arrived. Between the two a block may go on working. Release and acquire order the shared-memory
-// accesses around them across the cluster's blocks.
-__device__ __forceinline__ void ClusterArrive() {
-#if ONEFLITE_SOFTMAX_HAS_CLUSTERS
-  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void ClusterWait() {
-#if ONEFLITE_SOFTMAX_HAS_CLUSTERS
-  asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-#endif
-}
-
-// The largest cluster block_cluster launches: 8 is what every sm_90 device schedules.
-constexpr int kMaxClusterSize = 8;
-
-// Combines the (max, sum) pairs of a cluster's blocks, each `slot` in its own block's shared
-// memory, into the row's: every thread reads every block's slot through distributed shared
-// memory (the same address in a warp: one broadcast read). `slot` must be published (a cluster
-// barrier) before, and may not be overwritten until every block has read it.
-template <typename T>
-__device__ __forceinline__ MaxSum<ComputeType<T>> ClusterMaxSum(MaxSum<ComputeType<T>>* slot) {
-  using C = ComputeType<T>;
-  MaxSum<C> row{-static_cast<C>(CUDART_INF), C(0)};
-#if ONEFLITE_SOFTMAX_HAS_CLUSTERS
-  namespace cg = cooperative_groups;
-  const cg::cluster_group cluster = cg::this_cluster();
-  const int ranks = static_cast<int>(cluster.num_blocks());
-  // All the remote reads first, so their latencies overlap.
-  MaxSum<C> blocks[kMaxClusterSize];
-#pragma unroll
-  for (int r = 0; r < kMaxClusterSize; ++r) {
-    blocks[r] = r < ranks ? *cluster.map_shared_rank(slot, r) : MaxSum<C>{row.max, C(0)};
-  }
-#pragma unroll
-  for (int r = 0; r < kMaxClusterSize; ++r) { row.max = Max(row.max, blocks[r].max); }
-  const C shift = SafeShift(row.max);
-#pragma unroll
-  for (int r = 0; r < kMaxClusterSize; ++r) {
-    row.sum += blocks[r].sum * Exp<T>(blocks[r].max - shift);
-  }
-#endif
-  return row;
-}
-
-// ---- The block kernel (block_smem, block_online, block_cluster) ------------------------------
-
 // One block per row, striding over rows. Thread t owns window packs k = t + i * kBlock. The
 // first `cached_packs` packs of a row's window go to dynamic shared memory, pack k at index k of
 // the cache, by asynchronous copies (cp.async): a thread requests its whole share at once,
@@ -627,18 +563,11 @@ __device__ __forceinline__ MaxSum<ComputeType<T>> ClusterMaxSum(MaxSum<ComputeTy
 // blocks compute. Packs past `cached_packs` (rows longer than shared memory) are read from x in
 // pass 1 and again in pass 2, right after the cached part, while they are likely still in L2.
 //
-// kCluster: the kernel is launched in clusters of N blocks, one cluster per row. Block `rank`
-// of a cluster takes the row's window packs [rank * cached_packs, (rank + 1) * cached_packs)
-// as if they were a row of its own, all of them cached (the planner makes N * cached_packs cover
-// the widest window); the blocks' (max, sum) pairs are then combined across the cluster
-// (ClusterMaxSum), and each block writes its own slice of y.
-//
 // Counters of packs are int: a row that fits in memory has fewer than 2^31 * kBlock packs.
 // Positions in the row are int64. kAsyncCopy = false copies through registers instead (loads,
 // then shared-memory stores), as the reference design does; only tools/softmax_lab.cu
 // instantiates it, to measure what cp.async buys.
-template <typename T, Algorithm kAlgorithm, int kBlock, bool kAsyncCopy = true,
-          bool kCluster = false>
+template <typename T, Algorithm kAlgorithm, int kBlock, bool kAsyncCopy = true>
 __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
     BlockSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int64_t cols,
                        int cached_packs, bool y_vector_ok) {
@@ -654,87 +583,71 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
   const int cached = PacksOwned<kBlock>(cached_packs, tid);
   const T* x_end = x + rows * cols;
 
-  // A cluster's blocks share a row: `rank` is this block's place in it, `ranks` the cluster's
-  // size. Without clusters every block is a cluster of one.
-  int rank = 0;
-  int ranks = 1;
-#if ONEFLITE_SOFTMAX_HAS_CLUSTERS
-  if constexpr (kCluster) {
-    rank = static_cast<int>(cooperative_groups::this_cluster().block_rank());
-    ranks = static_cast<int>(cooperative_groups::this_cluster().num_blocks());
-  }
-#else
-  if constexpr (kCluster) { __trap(); }  // never launched below sm_90: the planner checks
-#endif
-  // This block's (max, sum) for the rest of its cluster to read (block_cluster only).
-  __shared__ MaxSum<C> cluster_slot;
-  bool slot_in_use = false;  // other blocks may still be reading cluster_slot
-
-  // A block that strides to a further row copies it over the last one's cache: each thread
-  // overwrites only slots it has finished reading itself.
-  for (int64_t row = blockIdx.x / ranks; row < rows; row += gridDim.x / ranks) {
+  // Starts copying this thread's cached packs of `row`. A pack that straddles a
+  // row boundary is copied whole (the neighbour's elements are masked later). Only the tensor's
+  // own first and last packs may reach outside it: those two are loaded element by element.
+  auto prefetch = [&](int64_t row) {
     const T* x_row = x + row * cols;
-    T* y_row = y + row * cols;
     const int head = HeadOffset(x_row);
-    // This block's part of the row's window: packs [first, first + span).
-    const int64_t window = (head + cols + P - 1) / P;
-    const int64_t first = kCluster ? static_cast<int64_t>(rank) * cached_packs : 0;
-    const int64_t span = kCluster ? std::min<int64_t>(std::max<int64_t>(window - first, 0),
-                                                      cached_packs)
-                                  : window;
-    const int owned = PacksOwned<kBlock>(span, tid);
-    const int n_cached = min(owned, cached);
-    const Pack<T>* const x_window = reinterpret_cast<const Pack<T>*>(x_row - head) + first + tid;
-    Pack<T>* const y_window = reinterpret_cast<Pack<T>*>(y_row - head) + first + tid;
-
-    // Start copying this thread's cached packs. A pack that straddles a row boundary is copied
-    // whole (the neighbour's elements are masked below). Only the tensor's own first and last
-    // packs may reach outside it: those two are loaded element by element.
+    const int n = min(PacksOwned<kBlock>((head + cols + P - 1) / P, tid), cached);
+    const Pack<T>* src = reinterpret_cast<const Pack<T>*>(x_row - head) + tid;
+    Pack<T>* dst = slots;
     const bool at_tensor_end =
         (row == 0 && head > 0) || (row == rows - 1 && (head + cols) % P != 0);
     if (!at_tensor_end) {
 #pragma unroll 4
-      for (int i = 0; i < n_cached; ++i) {
+      for (int i = 0; i < n; ++i) {
         if constexpr (kAsyncCopy) {
-          __pipeline_memcpy_async(slots + i * kBlock, x_window + static_cast<int64_t>(i) * kBlock,
+          __pipeline_memcpy_async(dst + i * kBlock, src + static_cast<int64_t>(i) * kBlock,
                                   kPackBytes);
         } else {
-          slots[i * kBlock] = x_window[static_cast<int64_t>(i) * kBlock];
+          dst[i * kBlock] = src[static_cast<int64_t>(i) * kBlock];
         }
       }
     } else {
 #pragma unroll 1
-      for (int i = 0; i < n_cached; ++i) {
-        const Pack<T>* from = x_window + static_cast<int64_t>(i) * kBlock;
+      for (int i = 0; i < n; ++i) {
+        const Pack<T>* from = src + static_cast<int64_t>(i) * kBlock;
         if (from->elem < x || from->elem + P > x_end) {
-          const int64_t c0 = (first + tid + static_cast<int64_t>(i) * kBlock) * P - head;
-          slots[i * kBlock] = LoadPack(x_row, c0, cols);
-        } else if constexpr (kAsyncCopy) {
-          __pipeline_memcpy_async(slots + i * kBlock, from, kPackBytes);
+          const int64_t c0 = (tid + static_cast<int64_t>(i) * kBlock) * P - head;
+          dst[i * kBlock] = LoadPack(x_row, c0, cols);
         } else {
-          slots[i * kBlock] = *from;
+          if constexpr (kAsyncCopy) {
+            __pipeline_memcpy_async(dst + i * kBlock, from, kPackBytes);
+          } else {
+            dst[i * kBlock] = *from;
+          }
         }
       }
     }
     __pipeline_commit();
+  };
+
+  // A block that strides to a further row copies it over the last one's cache: each thread
+  // overwrites only slots it has finished reading itself.
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    prefetch(row);
     __pipeline_wait_prior(0);
     Pack<T>* const buffer = slots;
 
+    const T* x_row = x + row * cols;
+    T* y_row = y + row * cols;
+    const int head = HeadOffset(x_row);
+    const int owned = PacksOwned<kBlock>((head + cols + P - 1) / P, tid);
+    const int n_cached = min(owned, cached);
     // The window's first pack sticks out of the row when head > 0, its last when the row does
     // not end on a pack boundary (they may be one pack). This thread's index i of each, or -1.
-    const int head_edge = head > 0 && first == 0 && tid == 0 ? 0 : -1;
+    const int head_edge = head > 0 && tid == 0 ? 0 : -1;
     int tail_edge = -1;
     if ((head + cols) % P != 0) {
-      const int64_t last = (head + cols - 1) / P - first;
-      if (last >= 0 && last < span && last % kBlock == tid && last / kBlock != head_edge) {
-        tail_edge = static_cast<int>(last / kBlock);
-      }
+      const int64_t last = (head + cols - 1) / P;
+      if (last % kBlock == tid && last / kBlock != head_edge) { tail_edge = last / kBlock; }
     }
     auto is_edge = [&](int i) { return i == head_edge || i == tail_edge; };
-    auto column = [&](int i) {
-      return (first + tid + static_cast<int64_t>(i) * kBlock) * P - head;
+    auto column = [&](int i) { return (tid + static_cast<int64_t>(i) * kBlock) * P - head; };
+    auto x_pack = [&](int i) {
+      return reinterpret_cast<const Pack<T>*>(x_row - head)[tid + static_cast<int64_t>(i) * kBlock];
     };
-    auto x_pack = [&](int i) { return x_window[static_cast<int64_t>(i) * kBlock]; };
 
     // Cached edge packs hold a neighbouring row's elements outside the row: make them -inf, so
     // that the passes treat every cached pack alike.
@@ -775,24 +688,10 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
     // The row's max, then its sum: each thread rescales its own sum to the row's max first, so
     // both reductions use a plain operator. (Reducing the (max, sum) pairs in one go would merge
     // with two exps a step, and CUB's last step is serial in thread 0, one merge per warp.)
-    C row_max = BlockAllReduce(BlockReduce(reduce_storage).Reduce(stats.max, MaxOp<C>()),
-                               &row_value);
+    const C row_max = BlockAllReduce(BlockReduce(reduce_storage).Reduce(stats.max, MaxOp<C>()),
+                                     &row_value);
     const C shifted_sum = stats.sum * Exp<T>(stats.max - SafeShift(row_max));
-    C row_sum = BlockAllReduce(BlockReduce(reduce_storage).Sum(shifted_sum), &row_value);
-    if constexpr (kCluster) {
-      // Publish this block's pair, wait for the others', combine. The wait for the previous
-      // row's readers comes first, and the arrive after reading lets the blocks go on to their
-      // output pass without waiting for each other again.
-      if (slot_in_use) { ClusterWait(); }
-      if (tid == 0) { cluster_slot = {row_max, row_sum}; }
-      ClusterArrive();
-      ClusterWait();
-      const MaxSum<C> combined = ClusterMaxSum<T>(&cluster_slot);
-      ClusterArrive();
-      slot_in_use = true;
-      row_max = combined.max;
-      row_sum = combined.sum;
-    }
+    const C row_sum = BlockAllReduce(BlockReduce(reduce_storage).Sum(shifted_sum), &row_value);
     const C scale = RowScale<T, kAlgorithm>(row_sum);
 
     // Pass 2: recompute each element and write y; uncached edge packs last, alone. A pack
@@ -816,7 +715,7 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
         if (i >= owned || (i >= n_cached && is_edge(i))) { continue; }
         const Pack<T> out = OutputPack<T, kAlgorithm>(packs[u], row_max, scale);
         if (y_vector_ok && !is_edge(i)) {
-          y_window[static_cast<int64_t>(i) * kBlock] = out;
+          reinterpret_cast<Pack<T>*>(y_row - head)[tid + static_cast<int64_t>(i) * kBlock] = out;
         } else {
           StoreElements(y_row, column(i), cols, out, &buffer[i < n_cached ? i * kBlock : 0]);
         }
@@ -831,8 +730,6 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
                     buffer);
     }
   }
-  // A block's shared memory goes when it exits: not before the cluster has read its slot.
-  if (kCluster && slot_in_use) { ClusterWait(); }
 }
 
 // ---- Planning and launching ------------------------------------------------------------------
@@ -850,12 +747,8 @@ size_t MaxDynamicSmem(const void* kernel, const CudaDeviceInfo& info);
 // The facts launches are planned from, for the current device: what Describe plans with,
 // where Launch has its stream's copy.
 const CudaDeviceInfo& CurrentDeviceInfo();
-// How many clusters of `cluster` blocks of `kernel` the current device can run at once (0: the
-// cluster cannot be scheduled at all). Cached like MaxActiveBlocksPerSm.
-int MaxActiveClusters(const void* kernel, const CudaDeviceInfo& info, int block_size,
-                      size_t dynamic_smem, int cluster);
 
-enum class Path { kWarp, kBlockSmem, kBlockCluster, kBlockOnline };
+enum class Path { kWarp, kBlockSmem, kBlockOnline };
 
 struct Plan;
 using LaunchFn = void (*)(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols,
@@ -872,10 +765,9 @@ struct Plan {
   bool ragged = false;  // rows may have edge columns (see WarpSoftmaxKernel)
   // All paths.
   int block = 0;
-  // Block paths. block_cluster: `cluster` blocks a row, each caching `cached_packs` of it.
+  // Block paths.
   int cached_packs = 0;
   size_t smem = 0;
-  int cluster = 1;
   // The grid: one block per tile of rows (`tiles`), or, when `persistent`, only the blocks that
   // fit on the device at once (`active_per_sm` on each SM), each striding over the tiles.
   int64_t tiles = 0;
@@ -910,28 +802,6 @@ void LaunchBlock(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t co
       static_cast<const T*>(x), static_cast<T*>(y), rows, cols, plan.cached_packs,
       SameAlignment(x, y));
   ONEFLITE_CUDA_CHECK_LAUNCH();
-}
-
-// block_cluster: clusters of plan.cluster blocks, one cluster per row.
-template <typename T, Algorithm kAlgorithm, int kBlock>
-void LaunchCluster(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols,
-                   const void* x, void* y) {
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeClusterDimension;
-  attribute.val.clusterDim.x = static_cast<unsigned>(plan.cluster);
-  attribute.val.clusterDim.y = 1;
-  attribute.val.clusterDim.z = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(plan.grid));
-  config.blockDim = dim3(kBlock);
-  config.dynamicSmemBytes = plan.smem;
-  config.stream = stream;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  ONEFLITE_CUDA_CHECK(cudaLaunchKernelEx(&config,
-                                         &BlockSoftmaxKernel<T, kAlgorithm, kBlock, true, true>,
-                                         static_cast<const T*>(x), static_cast<T*>(y), rows, cols,
-                                         plan.cached_packs, SameAlignment(x, y)));
 }
 
 // The warp ladder, shortest rows first. Rungs below 32 lanes hold one pack per lane; with 32
@@ -1027,97 +897,6 @@ bool PlanTwoPerSm(const CudaDeviceInfo& info, int64_t rows, int64_t window, Plan
   return true;
 }
 
-// The block size for a block path caching `smem` bytes a block, set in `plan` (block, smem and
-// launch). Returns how many such blocks fit on an SM (0 when none does) and the kernel. Measured on an H200
-// (tools/softmax_lab.cu, block=N): 128 threads while at least 4 such blocks fit on an SM (16
-// warps), since a small block has the least per-row overhead: 0.96x copy for float 8192 where
-// 256 threads measured 0.88x. When fewer fit (long rows), the size with the most resident
-// threads, ties going to more blocks: float 16384 cols 0.87x at 256 threads (3 blocks), 0.97x at
-// 512 (2 blocks); half 32768 0.83x and 0.91x.
-struct BlockChoice {
-  int active = 0;
-  const void* kernel = nullptr;
-};
-
-template <typename T, Algorithm kAlgorithm, bool kCluster>
-BlockChoice ChooseBlock(const CudaDeviceInfo& info, size_t smem, Plan& plan) {
-  BlockChoice choice;
-  int best_active = 0;
-  int best_threads = 0;
-  bool settled = false;  // 128 threads with 4 or more blocks an SM: nothing larger is tried
-  ForEachBlockSize<T>([&](auto block_tag) {
-    constexpr int kBlock = decltype(block_tag)::value;
-    const auto* kernel =
-        reinterpret_cast<const void*>(&BlockSoftmaxKernel<T, kAlgorithm, kBlock, true, kCluster>);
-    if (settled || smem > MaxDynamicSmem(kernel, info)) { return; }
-    const int active = MaxActiveBlocksPerSm(kernel, info, kBlock, smem);
-    const int threads = active * kBlock;
-    if (active == 0 || threads < best_threads ||
-        (threads == best_threads && active <= best_active)) {
-      return;
-    }
-    best_active = active;
-    best_threads = threads;
-    settled = kBlock == 128 && active >= 4;
-    choice = {active, kernel};
-    plan.block = kBlock;
-    plan.smem = smem;
-    if constexpr (kCluster) {
-      plan.launch = &LaunchCluster<T, kAlgorithm, kBlock>;
-    } else {
-      plan.launch = &LaunchBlock<T, kAlgorithm, kBlock>;
-    }
-  });
-  return choice;
-}
-
-// Cluster sizes block_cluster tries, smallest first, up to kMaxClusterSize. double has no block_cluster kernels (it is not worth their compile time).
-constexpr int kClusterSizes[] = {2, 4, 8};
-template <typename T>
-constexpr bool kHasClusterKernels = !std::is_same_v<T, double>;
-// block_cluster replaces block_smem where at most this many blocks fit on an SM, and takes the
-// smallest cluster whose slices fit at least kClusterMinActive blocks on an SM.
-constexpr int kClusterBelowActive = 1;
-constexpr int kClusterMinActive = 2;
-
-// A cluster of N blocks for each row (sm_90 and later), each caching 1/N of it in its own shared
-// memory, so that several blocks fit on an SM even for rows that fill one SM's shared memory, and
-// rows past it are still read once. The smallest N with `min_active` or more blocks an SM.
-// False where no cluster size gets there, or the device has no clusters.
-template <typename T, Algorithm kAlgorithm>
-bool PlanCluster(const CudaDeviceInfo& info, int64_t rows, int64_t window, int min_active,
-                 Plan& plan, int only_size = 0) {
-  if constexpr (!kHasClusterKernels<T>) {
-    return false;
-  } else {
-    if (info.major < 9) { return false; }
-    for (const int n : kClusterSizes) {
-      if (only_size != 0 && n != only_size) { continue; }
-      const int64_t slice = (window + n - 1) / n;
-      if (slice > 0x7fffffff / kPackBytes) { continue; }
-      Plan candidate = plan;
-      const BlockChoice choice =
-          ChooseBlock<T, kAlgorithm, true>(info, static_cast<size_t>(slice) * kPackBytes, candidate);
-      if (choice.active < min_active) { continue; }
-      const int clusters = MaxActiveClusters(choice.kernel, info, candidate.block, candidate.smem, n);
-      if (clusters < 1) { continue; }
-      candidate.path = Path::kBlockCluster;
-      candidate.cluster = n;
-      candidate.cached_packs = static_cast<int>(slice);
-      // A persistent grid: as many clusters as run at once, each striding over the rows. The
-      // hardware launches clusters far more slowly than lone blocks (one block every ~4.4 ns on
-      // an H200, whatever the cluster size), so one cluster per row measured 2-9x slower.
-      candidate.tiles = rows;
-      candidate.active_per_sm = choice.active;
-      candidate.persistent = true;
-      candidate.grid = static_cast<int>(std::min<int64_t>(rows, clusters) * n);
-      plan = candidate;
-      return true;
-    }
-    return false;
-  }
-}
-
 // The one decision function. `x_aligned`: x starts on a 16-byte boundary (Describe, which has
 // no pointers, assumes it does). `allow_warp` = false plans a block path for any row (for
 // tools/softmax_lab.cu, which compares the paths).
@@ -1160,23 +939,43 @@ Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_
     return plan;
   }
 
-  // A block per row with the whole row cached (ChooseBlock); with only one or two such blocks an
-  // SM, a cluster of blocks a row, each caching a slice (PlanCluster); failing that, two
-  // half-size blocks an SM that each cache part of the row (PlanTwoPerSm).
+  // A block per row with the whole row cached; while one block waits on its copies, the SM's
+  // others compute. The block size, measured on an H200 (tools/softmax_lab.cu, block=N): 128
+  // threads while at least 4 such blocks fit on an SM (16 warps), since a small block has the
+  // least per-row overhead: 0.96x copy for float 8192 where 256 threads measured 0.88x. When
+  // fewer fit (long rows), the size with the most resident threads, ties going to more blocks:
+  // float 16384 cols 0.87x at 256 threads (3 blocks), 0.97x at 512 (2 blocks); half 32768 0.83x
+  // and 0.91x. When only one block fits, two half-size blocks that cache part of the row each
+  // (PlanTwoPerSm) measured faster still.
   const size_t row_smem = static_cast<size_t>(window) * kPackBytes;
-  const int active = ChooseBlock<T, kAlgorithm, false>(info, row_smem, plan).active;
-  if (active >= 1 && active <= kClusterBelowActive &&
-      PlanCluster<T, kAlgorithm>(info, rows, window, kClusterMinActive, plan)) {
-    return plan;
-  }
-  if (active == 1 && PlanTwoPerSm<T, kAlgorithm>(info, rows, window, plan)) { return plan; }
-  if (active > 0) {
+  int best_active = 0;
+  int best_threads = 0;
+  bool settled = false;  // 128 threads with 4 or more blocks an SM: nothing larger is tried
+  auto consider = [&](auto block_tag) {
+    constexpr int kBlock = decltype(block_tag)::value;
+    const auto* kernel = reinterpret_cast<const void*>(&BlockSoftmaxKernel<T, kAlgorithm, kBlock>);
+    if (settled || row_smem > MaxDynamicSmem(kernel, info)) { return; }
+    const int active = MaxActiveBlocksPerSm(kernel, info, kBlock, row_smem);
+    const int threads = active * kBlock;
+    if (active == 0 || threads < best_threads ||
+        (threads == best_threads && active <= best_active)) {
+      return;
+    }
+    best_active = active;
+    best_threads = threads;
+    settled = kBlock == 128 && active >= 4;
     plan.path = Path::kBlockSmem;
+    plan.block = kBlock;
     plan.cached_packs = static_cast<int>(window);
-    SetGrid(plan, rows, info, active, /*persistent=*/false);
+    plan.smem = row_smem;
+    plan.launch = &LaunchBlock<T, kAlgorithm, kBlock>;
+  };
+  ForEachBlockSize<T>(consider);
+  if (best_active == 1 && PlanTwoPerSm<T, kAlgorithm>(info, rows, window, plan)) { return plan; }
+  if (best_active > 0) {
+    SetGrid(plan, rows, info, best_active, /*persistent=*/false);
     return plan;
   }
-  if (PlanCluster<T, kAlgorithm>(info, rows, window, kClusterMinActive, plan)) { return plan; }
 
   // The row is longer than shared memory: one block of the largest size per SM caches as much
   // of it as fits, and re-reads only the rest. One row per SM at a time keeps that re-read close

@@ -42,30 +42,6 @@ int MaxActiveBlocksPerSm(const void* kernel, const CudaDeviceInfo& info, int blo
   return blocks;
 }
 
-int MaxActiveClusters(const void* kernel, const CudaDeviceInfo& info, int block_size,
-                      size_t dynamic_smem, int cluster) {
-  static std::mutex mutex;
-  static std::map<std::tuple<const void*, int, int, size_t, int>, int> answers;
-  std::lock_guard<std::mutex> lock(mutex);
-  const auto key = std::make_tuple(kernel, info.index, block_size, dynamic_smem, cluster);
-  if (auto it = answers.find(key); it != answers.end()) { return it->second; }
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeClusterDimension;
-  attribute.val.clusterDim.x = static_cast<unsigned>(cluster);
-  attribute.val.clusterDim.y = 1;
-  attribute.val.clusterDim.z = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(cluster));
-  config.blockDim = dim3(static_cast<unsigned>(block_size));
-  config.dynamicSmemBytes = dynamic_smem;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  int clusters = 0;
-  ONEFLITE_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
-  answers.emplace(key, clusters);
-  return clusters;
-}
-
 const CudaDeviceInfo& CurrentDeviceInfo() {
   static std::mutex mutex;
   static std::map<int, CudaDeviceInfo> infos;  // std::map: references stay valid as it grows
@@ -104,10 +80,6 @@ std::string ToString(const Plan& plan) {
       break;
     case Path::kBlockSmem:
       out << "block_smem: pack=" << plan.pack << " block=" << plan.block << " smem=" << plan.smem;
-      break;
-    case Path::kBlockCluster:
-      out << "block_cluster: pack=" << plan.pack << " block=" << plan.block
-          << " cluster=" << plan.cluster << " smem=" << plan.smem;
       break;
     case Path::kBlockOnline:
       out << "block_online: pack=" << plan.pack << " block=" << plan.block << " smem=" << plan.smem
