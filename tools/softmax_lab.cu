@@ -20,6 +20,9 @@
 //   online=N    block_online with N (2 or 4) blocks per SM, each caching 1/N of shared memory
 //   block=N     block_smem with N threads a block (128, 256, 512 or 1024) where it plans block_smem
 //   copy=registers  the block paths fill shared memory through registers, not cp.async
+//   passes=3    the block paths find the max and the sum in two passes, not one (online)
+//   pack=2      the warp path's rung with packs of 2 elements (as OneFlow's warp path loads
+//               half, bfloat16 and float) instead of 16 bytes; the same values a lane
 
 //   smem=48k    planned as if shared memory stopped at the 48 KiB default (no opt-in)
 //
@@ -111,14 +114,36 @@ float MedianMs(cudaStream_t stream, int reps, Fn&& fn) {
   return times[times.size() / 2];
 }
 
+// Launches the plan's block path through the block kernel built with the given lab-only
+// parameters, at the plan's block size.
+template <typename T, bool kAsyncCopy, bool kOnlineNormalizer>
+void UseBlockKernel(const Options& options, const CudaDeviceInfo& info, Plan& plan) {
+  ForEachBlockSize<T>([&](auto block_tag) {
+    constexpr int kBlock = decltype(block_tag)::value;
+    if (kBlock != plan.block) { return; }
+    const void* kernel =
+        options.algo == Algorithm::kSoftmax
+            ? reinterpret_cast<const void*>(&BlockSoftmaxKernel<T, Algorithm::kSoftmax, kBlock,
+                                                                kAsyncCopy, kOnlineNormalizer>)
+            : reinterpret_cast<const void*>(&BlockSoftmaxKernel<T, Algorithm::kLogSoftmax, kBlock,
+                                                                kAsyncCopy, kOnlineNormalizer>);
+    MaxDynamicSmem(kernel, info);  // raises this kernel's limit too
+    plan.launch =
+        options.algo == Algorithm::kSoftmax
+            ? &LaunchBlock<T, Algorithm::kSoftmax, kBlock, kAsyncCopy, kOnlineNormalizer>
+            : &LaunchBlock<T, Algorithm::kLogSoftmax, kBlock, kAsyncCopy, kOnlineNormalizer>;
+  });
+}
+
 // The planner's choice, with the variant's one decision undone.
 template <typename T>
 Plan VariantPlan(const Options& options, const std::string& variant, const CudaDeviceInfo& info,
                  int64_t rows, int64_t cols) {
   const bool allow_warp = variant != "path=block";
   Plan plan = options.algo == Algorithm::kSoftmax
-                  ? PlanSoftmax<T, Algorithm::kSoftmax>(info, rows, cols, true, allow_warp)
-                  : PlanSoftmax<T, Algorithm::kLogSoftmax>(info, rows, cols, true, allow_warp);
+                  ? PlanSoftmax<T, Algorithm::kSoftmax>(info, rows, cols, kPackBytes, allow_warp)
+                  : PlanSoftmax<T, Algorithm::kLogSoftmax>(info, rows, cols, kPackBytes,
+                                                           allow_warp);
   const int64_t resident = static_cast<int64_t>(info.sm_count) * plan.active_per_sm;
   if (variant == "grid=tiles") {
     plan.persistent = false;
@@ -147,21 +172,27 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
     };
     ForEachBlockSize<T>(use);
   } else if (variant == "copy=registers" && plan.path != Path::kWarp) {
-    // The block paths with shared memory filled through registers instead of cp.async.
-    auto use = [&](auto block_tag) {
-      constexpr int kBlock = decltype(block_tag)::value;
-      if (kBlock != plan.block || kBlock > kMaxBlockSize<T>) { return; }
-      const void* kernel = options.algo == Algorithm::kSoftmax
-                               ? reinterpret_cast<const void*>(
-                                     &BlockSoftmaxKernel<T, Algorithm::kSoftmax, kBlock, false>)
-                               : reinterpret_cast<const void*>(
-                                     &BlockSoftmaxKernel<T, Algorithm::kLogSoftmax, kBlock, false>);
-      MaxDynamicSmem(kernel, info);  // raises this kernel's limit too
-      plan.launch = options.algo == Algorithm::kSoftmax
-                        ? &LaunchBlock<T, Algorithm::kSoftmax, kBlock, false>
-                        : &LaunchBlock<T, Algorithm::kLogSoftmax, kBlock, false>;
-    };
-    ForEachBlockSize<T>(use);
+    UseBlockKernel<T, /*kAsyncCopy=*/false, /*kOnlineNormalizer=*/true>(options, info, plan);
+  } else if (variant == "passes=3" && plan.path != Path::kWarp) {
+    UseBlockKernel<T, /*kAsyncCopy=*/true, /*kOnlineNormalizer=*/false>(options, info, plan);
+  } else if (variant == "pack=2" && plan.path == Path::kWarp) {
+    // The planned rung's lanes and values a lane, loaded and stored 2 elements at a time.
+    constexpr int P = PackSize<T>::value;
+    ForEachWarpShape([&](auto shape) {
+      using Shape = decltype(shape);
+      if constexpr (kWarpShapeFits<T, Shape> && P > 2) {
+        if (Shape::width != plan.width || Shape::packs * P != plan.cols_per_thread ||
+            plan.pack != P) {
+          return;
+        }
+        using Narrow = WarpShape<Shape::width, Shape::packs * P / 2, 2 * sizeof(T)>;
+        if (options.algo == Algorithm::kSoftmax) {
+          PlanWarp<T, Algorithm::kSoftmax, Narrow>(info, rows, cols % 2 != 0, plan);
+        } else {
+          PlanWarp<T, Algorithm::kLogSoftmax, Narrow>(info, rows, cols % 2 != 0, plan);
+        }
+      }
+    });
   } else if (variant.rfind("online=", 0) == 0 && plan.path != Path::kWarp) {
     // block_online with N blocks per SM, each caching 1/N of the SM's shared memory.
     const int n = std::stoi(variant.substr(7));

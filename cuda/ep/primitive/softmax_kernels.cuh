@@ -61,15 +61,16 @@ constexpr bool kIs16Bit = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bf
 
 constexpr int kPackBytes = 16;
 
-// Elements per 16-byte pack: 4 floats, 8 halves or bfloat16s, 2 doubles.
-template <typename T>
+// Elements per pack of kBytes (16 unless said otherwise): 4 floats, 8 halves or bfloat16s, 2
+// doubles. Only the warp path ever uses narrower packs (see WarpShape).
+template <typename T, int kBytes = kPackBytes>
 struct PackSize {
-  static constexpr int value = kPackBytes / static_cast<int>(sizeof(T));
+  static constexpr int value = kBytes / static_cast<int>(sizeof(T));
 };
 
-template <typename T>
-struct alignas(kPackBytes) Pack {
-  T elem[PackSize<T>::value];
+template <typename T, int kBytes = kPackBytes>
+struct alignas(kBytes) Pack {
+  T elem[PackSize<T, kBytes>::value];
 };
 
 template <typename T>
@@ -85,10 +86,10 @@ __device__ __forceinline__ ComputeType<T> ToCompute(T v) {
 
 // Narrows P computed values into a pack, rounding to nearest even as PyTorch does. 16-bit types
 // convert in pairs, one instruction for two elements.
-template <typename T>
-__device__ __forceinline__ Pack<T> MakePack(const ComputeType<T>* v) {
-  constexpr int P = PackSize<T>::value;
-  Pack<T> pack;
+template <typename T, int kBytes = kPackBytes>
+__device__ __forceinline__ Pack<T, kBytes> MakePack(const ComputeType<T>* v) {
+  constexpr int P = PackSize<T, kBytes>::value;
+  Pack<T, kBytes> pack;
   if constexpr (std::is_same_v<T, __half>) {
     auto* pairs = reinterpret_cast<__half2*>(pack.elem);
 #pragma unroll
@@ -117,11 +118,11 @@ __device__ __forceinline__ T NegativeInfinity() {
   }
 }
 
-template <typename T>
-__device__ __forceinline__ Pack<T> NegativeInfinityPack() {
-  Pack<T> pack;
+template <typename T, int kBytes = kPackBytes>
+__device__ __forceinline__ Pack<T, kBytes> NegativeInfinityPack() {
+  Pack<T, kBytes> pack;
 #pragma unroll
-  for (int j = 0; j < PackSize<T>::value; ++j) { pack.elem[j] = NegativeInfinity<T>(); }
+  for (int j = 0; j < PackSize<T, kBytes>::value; ++j) { pack.elem[j] = NegativeInfinity<T>(); }
   return pack;
 }
 
@@ -203,11 +204,12 @@ __device__ __forceinline__ C Log(C v) {
 
 // ---- Row windows ----------------------------------------------------------------------------
 
-// How many elements the row starting at `row` sits past the 16-byte boundary at or before it.
-// The row's window starts there, so window pack k covers row columns [k * P - head, ... + P).
-template <typename T>
+// How many elements the row starting at `row` sits past the kBytes boundary (16 bytes unless
+// said otherwise) at or before it. The row's window starts there, so window pack k covers row
+// columns [k * P - head, ... + P).
+template <int kBytes = kPackBytes, typename T>
 __device__ __forceinline__ int HeadOffset(const T* row) {
-  return static_cast<int>(reinterpret_cast<uintptr_t>(row) % kPackBytes) /
+  return static_cast<int>(reinterpret_cast<uintptr_t>(row) % kBytes) /
          static_cast<int>(sizeof(T));
 }
 
@@ -233,12 +235,13 @@ __device__ __forceinline__ Pack<T> LoadPack(const T* row, Index c0, Index cols) 
 // out of the pack's registers would need each element in a register of its own, which costs
 // registers (and so occupancy) in every kernel that merely might take this path, although only
 // the packs at a row's ends take it, and every pack when y's alignment differs from x's.
-template <typename T, typename Index>
-__device__ __forceinline__ void StoreElements(T* row, Index c0, Index cols, const Pack<T>& pack,
-                                              Pack<T>* scratch) {
+template <typename T, int kBytes, typename Index>
+__device__ __forceinline__ void StoreElements(T* row, Index c0, Index cols,
+                                              const Pack<T, kBytes>& pack,
+                                              Pack<T, kBytes>* scratch) {
   *scratch = pack;
   const int begin = c0 < 0 ? static_cast<int>(-c0) : 0;
-  constexpr int P = PackSize<T>::value;
+  constexpr int P = PackSize<T, kBytes>::value;
   const int end = cols - c0 < P ? static_cast<int>(cols - c0) : P;
 #pragma unroll 1
   for (int j = begin; j < end; ++j) { row[c0 + j] = scratch->elem[j]; }
@@ -275,17 +278,21 @@ __device__ __forceinline__ C GroupAllReduce(C v, Op op) {
   return v;
 }
 
-// One rung of the warp ladder: kWidth lanes share a row, each holding kPacks packs of it.
-template <int kWidth, int kPacks>
+// One rung of the warp ladder: kWidth lanes share a row, each holding kPacks packs of kBytes
+// of it. The ladder's packs are 16 bytes; 8-byte packs serve short 16-bit rows that are a whole
+// number of 8-byte packs but not of 16-byte ones (PlanSoftmax), and narrower ones only
+// tools/softmax_lab.cu, to measure what 16-byte packs buy.
+template <int kWidth, int kPacks, int kBytes = kPackBytes>
 struct WarpShape {
   static constexpr int width = kWidth;
   static constexpr int packs = kPacks;
+  static constexpr int bytes = kBytes;
 };
 
 // Rows a group handles at once: two while a lane's share of a row is at most 16 values, so that
 // short rows keep more independent loads in flight per lane without costing occupancy.
-template <typename T, int kPacks>
-constexpr int kWarpRows = kPacks * PackSize<T>::value <= 16 ? 2 : 1;
+template <typename T, int kPacks, int kBytes = kPackBytes>
+constexpr int kWarpRows = kPacks * PackSize<T, kBytes>::value <= 16 ? 2 : 1;
 
 // Narrows one computed value to T, rounding to nearest even.
 template <typename T>
@@ -299,10 +306,11 @@ __device__ __forceinline__ T FromCompute(ComputeType<T> v) {
   }
 }
 
-// How many of a row's edge columns (below) one lane of a kWidth-lane group holds: a row has at
-// most 2 * (P - 1), P - 1 before its first whole pack and P - 1 after its last.
-template <typename T, int kWidth>
-constexpr int kWarpEdges = (2 * (PackSize<T>::value - 1) + kWidth - 1) / kWidth;
+// How many of a row's edge columns (below) one lane of a kWidth-lane group holds, with packs of
+// P elements: a row has at most 2 * (P - 1), P - 1 before its first whole pack and P - 1 after
+// its last.
+template <int P, int kWidth>
+constexpr int kWarpEdges = (2 * (P - 1) + kWidth - 1) / kWidth;
 
 // x, y: (rows, cols) row-major. A warp takes (32 / kWidth) * kRows consecutive rows per step,
 // striding over those row tiles. The row is held in registers in the compute type, so exp is
@@ -318,19 +326,21 @@ constexpr int kWarpEdges = (2 * (PackSize<T>::value - 1) + kWidth - 1) / kWidth;
 // ends made the whole warp wait on those lanes (half, cols = 1025: 0.73x copy, now 0.92x). The
 // edge code is compiled in only where rows can have edges (kRagged: cols not a whole number of
 // packs, or x off a 16-byte boundary); aligned launches measured up to 10% slower with it.
-template <typename T, Algorithm kAlgorithm, int kWidth, int kPacks, bool kRagged>
+template <typename T, Algorithm kAlgorithm, int kWidth, int kPacks, bool kRagged,
+          int kBytes = kPackBytes>
 __global__ void __launch_bounds__(kWarpBlockSize, kWarpMinBlocksPerSm<T>)
     WarpSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int cols,
                       bool y_vector_ok) {
   using C = ComputeType<T>;
-  constexpr int P = PackSize<T>::value;
-  constexpr int kRows = kWarpRows<T, kPacks>;
+  using WarpPack = Pack<T, kBytes>;
+  constexpr int P = PackSize<T, kBytes>::value;
+  constexpr int kRows = kWarpRows<T, kPacks, kBytes>;
   constexpr int kGroups = kWarpSize / kWidth;
   constexpr int kTileRows = kGroups * kRows;
   constexpr int kWarpsPerBlock = kWarpBlockSize / kWarpSize;
-  constexpr int kEdges = kRagged ? kWarpEdges<T, kWidth> : 0;
+  constexpr int kEdges = kRagged ? kWarpEdges<P, kWidth> : 0;
   const C kNegInf = -static_cast<C>(CUDART_INF);
-  __shared__ Pack<T> scratch[kWarpBlockSize];
+  __shared__ WarpPack scratch[kWarpBlockSize];
   const int lane = threadIdx.x % kWarpSize;
   const int group = lane / kWidth;
   const int lane_in_group = lane % kWidth;
@@ -350,15 +360,15 @@ __global__ void __launch_bounds__(kWarpBlockSize, kWarpMinBlocksPerSm<T>)
       const int64_t row = tile + r * kGroups + group;  // adjacent groups take adjacent rows
       row_cols[r] = row < rows ? cols : 0;
       const T* x_row = x + row * cols;
-      head[r] = HeadOffset(x_row);
+      head[r] = HeadOffset<kBytes>(x_row);
       lead[r] = min(row_cols[r], (P - head[r]) % P);
       body_end[r] = lead[r] + (row_cols[r] - lead[r]) / P * P;
 #pragma unroll
       for (int n = 0; n < kPacks; ++n) {
         const int c0 = (n * kWidth + lane_in_group) * P - head[r];
-        Pack<T> pack = NegativeInfinityPack<T>();
+        WarpPack pack = NegativeInfinityPack<T, kBytes>();
         if (c0 >= 0 && c0 + P <= row_cols[r]) {
-          pack = *reinterpret_cast<const Pack<T>*>(x_row + c0);
+          pack = *reinterpret_cast<const WarpPack*>(x_row + c0);
         }
 #pragma unroll
         for (int j = 0; j < P; ++j) { v[r][n * P + j] = ToCompute(pack.elem[j]); }
@@ -418,11 +428,11 @@ __global__ void __launch_bounds__(kWarpBlockSize, kWarpMinBlocksPerSm<T>)
         C out[P];
 #pragma unroll
         for (int j = 0; j < P; ++j) { out[j] = output(v[r][n * P + j]); }
-        const Pack<T> pack = MakePack<T>(out);
+        const WarpPack pack = MakePack<T, kBytes>(out);
         const int c0 = (n * kWidth + lane_in_group) * P - head[r];
         if (c0 < 0 || c0 + P > row_cols[r]) { continue; }  // an edge's pack, or padding
         if (y_vector_ok) {
-          *reinterpret_cast<Pack<T>*>(y_row + c0) = pack;
+          *reinterpret_cast<WarpPack*>(y_row + c0) = pack;
         } else {
           StoreElements(y_row, c0, row_cols[r], pack, &scratch[threadIdx.x]);
         }
@@ -564,10 +574,12 @@ __device__ __forceinline__ int PacksOwned(Index window, int tid) {
 // pass 1 and again in pass 2, right after the cached part, while they are likely still in L2.
 //
 // Counters of packs are int: a row that fits in memory has fewer than 2^31 * kBlock packs.
-// Positions in the row are int64. kAsyncCopy = false copies through registers instead (loads,
-// then shared-memory stores), as the reference design does; only tools/softmax_lab.cu
-// instantiates it, to measure what cp.async buys.
-template <typename T, Algorithm kAlgorithm, int kBlock, bool kAsyncCopy = true>
+// Positions in the row are int64. Two parameters exist only for tools/softmax_lab.cu, which
+// instantiates them to measure what the defaults buy, each as the reference design does it:
+// kAsyncCopy = false copies through registers (loads, then shared-memory stores), and
+// kOnlineNormalizer = false finds the max and the sum in two passes instead of one.
+template <typename T, Algorithm kAlgorithm, int kBlock, bool kAsyncCopy = true,
+          bool kOnlineNormalizer = true>
 __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
     BlockSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int64_t cols,
                        int cached_packs, bool y_vector_ok) {
@@ -662,27 +674,43 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
       }
     }
 
-    // Pass 1: this thread's (max, sum) over its packs; uncached edge packs last, alone.
-    MaxSum<C> stats{-static_cast<C>(CUDART_INF), C(0)};
-    for (int i0 = 0; i0 < owned; i0 += U) {
-      Pack<T> packs[U];
+    // Calls visit(packs, count) for this thread's packs in batches of U, `count` of each batch
+    // in the row (the rest -inf), then for each uncached edge pack alone.
+    auto for_each_batch = [&](auto&& visit) {
+      for (int i0 = 0; i0 < owned; i0 += U) {
+        Pack<T> packs[U];
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const int i = i0 + u;
-        if (i < n_cached) {
-          packs[u] = buffer[i * kBlock];
-        } else {
-          packs[u] = i < owned && !is_edge(i) ? x_pack(i) : NegativeInfinityPack<T>();
+        for (int u = 0; u < U; ++u) {
+          const int i = i0 + u;
+          if (i < n_cached) {
+            packs[u] = buffer[i * kBlock];
+          } else {
+            packs[u] = i < owned && !is_edge(i) ? x_pack(i) : NegativeInfinityPack<T>();
+          }
         }
+        visit(packs, owned - i0);
       }
-      FoldPacks<T, U>(stats, packs, owned - i0);
-    }
 #pragma unroll 1
-    for (int e = 0; e < 2; ++e) {
-      const int i = e == 0 ? head_edge : tail_edge;
-      if (i < n_cached) { continue; }
-      const Pack<T> pack = LoadPack(x_row, column(i), cols);
-      FoldPacks<T, 1>(stats, &pack, 1);
+      for (int e = 0; e < 2; ++e) {
+        const int i = e == 0 ? head_edge : tail_edge;
+        if (i < n_cached) { continue; }
+        Pack<T> packs[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) { packs[u] = NegativeInfinityPack<T>(); }
+        packs[0] = LoadPack(x_row, column(i), cols);
+        visit(packs, 1);
+      }
+    };
+
+    // Pass 1: this thread's (max, sum) over its packs, by the online normalizer.
+    MaxSum<C> stats{-static_cast<C>(CUDART_INF), C(0)};
+    if constexpr (kOnlineNormalizer) {
+      for_each_batch([&](const Pack<T>* packs, int count) { FoldPacks<T, U>(stats, packs, count); });
+    } else {
+      for_each_batch([&](const Pack<T>* packs, int) {
+#pragma unroll
+        for (int u = 0; u < U; ++u) { stats.max = Max(stats.max, PackMax(packs[u])); }
+      });
     }
 
     // The row's max, then its sum: each thread rescales its own sum to the row's max first, so
@@ -690,7 +718,14 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
     // with two exps a step, and CUB's last step is serial in thread 0, one merge per warp.)
     const C row_max = BlockAllReduce(BlockReduce(reduce_storage).Reduce(stats.max, MaxOp<C>()),
                                      &row_value);
-    const C shifted_sum = stats.sum * Exp<T>(stats.max - SafeShift(row_max));
+    C shifted_sum = stats.sum * Exp<T>(stats.max - SafeShift(row_max));
+    if constexpr (!kOnlineNormalizer) {
+      // The reference design's second pass: the sum against the row's max (folding at the
+      // row's max rescales nothing).
+      MaxSum<C> at_max{row_max, C(0)};
+      for_each_batch([&](const Pack<T>* packs, int count) { FoldPacks<T, U>(at_max, packs, count); });
+      shifted_sum = at_max.sum;
+    }
     const C row_sum = BlockAllReduce(BlockReduce(reduce_storage).Sum(shifted_sum), &row_value);
     const C scale = RowScale<T, kAlgorithm>(row_sum);
 
@@ -781,26 +816,29 @@ std::string ToString(const Plan& plan);
 
 // y may sit at another offset from a 16-byte boundary than x (say x is a view with a storage
 // offset and y is fresh): then stores go element by element.
+template <int kBytes = kPackBytes>
 inline bool SameAlignment(const void* x, const void* y) {
-  return ((reinterpret_cast<uintptr_t>(x) ^ reinterpret_cast<uintptr_t>(y)) % kPackBytes) == 0;
+  return ((reinterpret_cast<uintptr_t>(x) ^ reinterpret_cast<uintptr_t>(y)) % kBytes) == 0;
 }
 
 template <typename T, Algorithm kAlgorithm, typename Shape, bool kRagged>
 void LaunchWarp(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols, const void* x,
                 void* y) {
-  WarpSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::packs, kRagged>
+  WarpSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::packs, kRagged, Shape::bytes>
       <<<plan.grid, kWarpBlockSize, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
                                                  rows, static_cast<int>(cols),
-                                                 SameAlignment(x, y));
+                                                 SameAlignment<Shape::bytes>(x, y));
   ONEFLITE_CUDA_CHECK_LAUNCH();
 }
 
-template <typename T, Algorithm kAlgorithm, int kBlock, bool kAsyncCopy = true>
+template <typename T, Algorithm kAlgorithm, int kBlock, bool kAsyncCopy = true,
+          bool kOnlineNormalizer = true>
 void LaunchBlock(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols, const void* x,
                  void* y) {
-  BlockSoftmaxKernel<T, kAlgorithm, kBlock, kAsyncCopy><<<plan.grid, kBlock, plan.smem, stream>>>(
-      static_cast<const T*>(x), static_cast<T*>(y), rows, cols, plan.cached_packs,
-      SameAlignment(x, y));
+  BlockSoftmaxKernel<T, kAlgorithm, kBlock, kAsyncCopy, kOnlineNormalizer>
+      <<<plan.grid, kBlock, plan.smem, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
+                                                 rows, cols, plan.cached_packs,
+                                                 SameAlignment(x, y));
   ONEFLITE_CUDA_CHECK_LAUNCH();
 }
 
@@ -824,6 +862,17 @@ void ForEachWarpShape(Fn&& fn) {
   fn(WarpShape<32, 8>{});
   fn(WarpShape<32, 12>{});
   fn(WarpShape<32, 16>{});
+}
+
+// The rungs of 8-byte packs, one a lane, for short 16-bit rows (up to 128 columns; PlanSoftmax).
+template <typename Fn>
+void ForEachEightByteWarpShape(Fn&& fn) {
+  fn(WarpShape<1, 1, 8>{});
+  fn(WarpShape<2, 1, 8>{});
+  fn(WarpShape<4, 1, 8>{});
+  fn(WarpShape<8, 1, 8>{});
+  fn(WarpShape<16, 1, 8>{});
+  fn(WarpShape<32, 1, 8>{});
 }
 
 template <typename T, typename Shape>
@@ -867,6 +916,30 @@ inline void SetGrid(Plan& plan, int64_t tiles, const CudaDeviceInfo& info, int a
   plan.grid = static_cast<int>(std::min<int64_t>(grid, 0x7fffffff));
 }
 
+// Fills `plan` for the warp rung Shape; `ragged`: rows may have edge columns.
+template <typename T, Algorithm kAlgorithm, typename Shape>
+void PlanWarp(const CudaDeviceInfo& info, int64_t rows, bool ragged, Plan& plan) {
+  constexpr int P = PackSize<T, Shape::bytes>::value;
+  constexpr int kRows = kWarpRows<T, Shape::packs, Shape::bytes>;
+  plan.path = Path::kWarp;
+  plan.pack = P;
+  plan.width = Shape::width;
+  plan.cols_per_thread = Shape::packs * P;
+  plan.rows_per_access = kRows;
+  plan.block = kWarpBlockSize;
+  plan.ragged = ragged;
+  plan.launch = ragged ? &LaunchWarp<T, kAlgorithm, Shape, true>
+                       : &LaunchWarp<T, kAlgorithm, Shape, false>;
+  const auto* kernel =
+      ragged ? reinterpret_cast<const void*>(&WarpSoftmaxKernel<T, kAlgorithm, Shape::width,
+                                                                 Shape::packs, true, Shape::bytes>)
+             : reinterpret_cast<const void*>(&WarpSoftmaxKernel<T, kAlgorithm, Shape::width,
+                                                                 Shape::packs, false, Shape::bytes>);
+  const int64_t rows_per_block = (kWarpBlockSize / kWarpSize) * (kWarpSize / Shape::width) * kRows;
+  SetGrid(plan, (rows + rows_per_block - 1) / rows_per_block, info,
+          MaxActiveBlocksPerSm(kernel, info, kWarpBlockSize, 0), /*persistent=*/false);
+}
+
 // For a row that only one block per SM can cache whole: two blocks of half the largest size per
 // SM instead, each caching what half of the SM's shared memory holds and reading the rest of the
 // row twice (block_online; the second read mostly hits L2). With one block, nothing on the SM
@@ -897,16 +970,34 @@ bool PlanTwoPerSm(const CudaDeviceInfo& info, int64_t rows, int64_t window, Plan
   return true;
 }
 
-// The one decision function. `x_aligned`: x starts on a 16-byte boundary (Describe, which has
-// no pointers, assumes it does). `allow_warp` = false plans a block path for any row (for
+// The one decision function. `x_alignment`: the largest power of two up to 16 that divides x's
+// address (Describe, which has no pointers, assumes 16). `allow_warp` = false plans a block path for any row (for
 // tools/softmax_lab.cu, which compares the paths).
 template <typename T, Algorithm kAlgorithm>
-Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_aligned,
+Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, int x_alignment,
                  bool allow_warp = true) {
   constexpr int P = PackSize<T>::value;
+  const bool x_aligned = x_alignment >= kPackBytes;
   const int64_t window = MaxWindowPacks<T>(cols, x_aligned);
   Plan plan;
   plan.pack = P;
+
+  // Short 16-bit rows of a whole number of 8-byte packs but not of 16-byte ones (cols = 8k + 4,
+  // x 8-byte aligned), such as 100 halves: 8-byte packs, one a lane, so that no row has edge
+  // columns. With 16-byte packs every such row has 4 (half 100: 0.71x copy; 8-byte packs: see
+  // NOTES.md, change 10).
+  if constexpr (kIs16Bit<T>) {
+    if (allow_warp && x_alignment >= 8 && cols % 8 == 4 && cols <= kWarpSize * 4) {
+      bool chosen = false;
+      ForEachEightByteWarpShape([&](auto shape) {
+        using Shape = decltype(shape);
+        if (chosen || Shape::width * Shape::packs * 4 < cols) { return; }
+        chosen = true;
+        PlanWarp<T, kAlgorithm, Shape>(info, rows, /*ragged=*/false, plan);
+      });
+      return plan;
+    }
+  }
 
   if (allow_warp && window <= MaxWarpWindowPacks<T>()) {
     bool chosen = false;
@@ -915,25 +1006,7 @@ Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_
       if constexpr (kWarpShapeFits<T, Shape>) {
         if (chosen || Shape::width * Shape::packs < window) { return; }
         chosen = true;
-        plan.path = Path::kWarp;
-        plan.width = Shape::width;
-        plan.cols_per_thread = Shape::packs * P;
-        plan.rows_per_access = kWarpRows<T, Shape::packs>;
-        plan.block = kWarpBlockSize;
-        const bool ragged = cols % P != 0 || !x_aligned;
-        plan.ragged = ragged;
-        plan.launch = ragged ? &LaunchWarp<T, kAlgorithm, Shape, true>
-                             : &LaunchWarp<T, kAlgorithm, Shape, false>;
-        const auto* kernel = ragged ? reinterpret_cast<const void*>(
-                                          &WarpSoftmaxKernel<T, kAlgorithm, Shape::width,
-                                                             Shape::packs, true>)
-                                    : reinterpret_cast<const void*>(
-                                          &WarpSoftmaxKernel<T, kAlgorithm, Shape::width,
-                                                             Shape::packs, false>);
-        const int64_t rows_per_block = (kWarpBlockSize / kWarpSize) * (kWarpSize / Shape::width) *
-                                       kWarpRows<T, Shape::packs>;
-        SetGrid(plan, (rows + rows_per_block - 1) / rows_per_block, info,
-                MaxActiveBlocksPerSm(kernel, info, kWarpBlockSize, 0), /*persistent=*/false);
+        PlanWarp<T, kAlgorithm, Shape>(info, rows, cols % P != 0 || !x_aligned, plan);
       }
     });
     return plan;
@@ -995,8 +1068,12 @@ Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_
   return plan;
 }
 
-inline bool IsPackAligned(const void* p) {
-  return reinterpret_cast<uintptr_t>(p) % kPackBytes == 0;
+// The largest power of two up to kPackBytes that divides p's address.
+inline int Alignment(const void* p) {
+  const auto address = reinterpret_cast<uintptr_t>(p);
+  int alignment = kPackBytes;
+  while (address % alignment != 0) { alignment /= 2; }
+  return alignment;
 }
 
 // The primitive: T is the CUDA element type (__half, __nv_bfloat16, float, double); Base is
@@ -1008,13 +1085,13 @@ class SoftmaxImpl final : public Base {
     if (rows <= 0 || cols <= 0) { return; }
     auto* cuda_stream = static_cast<CudaStream*>(stream);
     const Plan plan =
-        PlanSoftmax<T, kAlgorithm>(cuda_stream->device_info(), rows, cols, IsPackAligned(x));
+        PlanSoftmax<T, kAlgorithm>(cuda_stream->device_info(), rows, cols, Alignment(x));
     plan.launch(plan, cuda_stream->cuda_stream(), rows, cols, x, y);
   }
 
   std::string Describe(int64_t rows, int64_t cols) const override {
     if (rows <= 0 || cols <= 0) { return "empty"; }
-    return ToString(PlanSoftmax<T, kAlgorithm>(CurrentDeviceInfo(), rows, cols, true));
+    return ToString(PlanSoftmax<T, kAlgorithm>(CurrentDeviceInfo(), rows, cols, kPackBytes));
   }
 };
 
