@@ -141,9 +141,8 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
                  int64_t rows, int64_t cols) {
   const bool allow_warp = variant != "path=block";
   Plan plan = options.algo == Algorithm::kSoftmax
-                  ? PlanSoftmax<T, Algorithm::kSoftmax>(info, rows, cols, kPackBytes, allow_warp)
-                  : PlanSoftmax<T, Algorithm::kLogSoftmax>(info, rows, cols, kPackBytes,
-                                                           allow_warp);
+                  ? PlanSoftmax<T, Algorithm::kSoftmax>(info, rows, cols, true, allow_warp)
+                  : PlanSoftmax<T, Algorithm::kLogSoftmax>(info, rows, cols, true, allow_warp);
   const int64_t resident = static_cast<int64_t>(info.sm_count) * plan.active_per_sm;
   if (variant == "grid=tiles") {
     plan.persistent = false;

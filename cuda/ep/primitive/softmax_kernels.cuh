@@ -62,7 +62,7 @@ constexpr bool kIs16Bit = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bf
 constexpr int kPackBytes = 16;
 
 // Elements per pack of kBytes (16 unless said otherwise): 4 floats, 8 halves or bfloat16s, 2
-// doubles. Only the warp path ever uses narrower packs (see WarpShape).
+// doubles. Narrower packs exist only for the lab (see WarpShape).
 template <typename T, int kBytes = kPackBytes>
 struct PackSize {
   static constexpr int value = kBytes / static_cast<int>(sizeof(T));
@@ -279,9 +279,8 @@ __device__ __forceinline__ C GroupAllReduce(C v, Op op) {
 }
 
 // One rung of the warp ladder: kWidth lanes share a row, each holding kPacks packs of kBytes
-// of it. The ladder's packs are 16 bytes; 8-byte packs serve short 16-bit rows that are a whole
-// number of 8-byte packs but not of 16-byte ones (PlanSoftmax), and narrower ones only
-// tools/softmax_lab.cu, to measure what 16-byte packs buy.
+// of it. The ladder's packs are 16 bytes; only tools/softmax_lab.cu builds narrower ones, to
+// measure what 16-byte packs buy.
 template <int kWidth, int kPacks, int kBytes = kPackBytes>
 struct WarpShape {
   static constexpr int width = kWidth;
@@ -864,17 +863,6 @@ void ForEachWarpShape(Fn&& fn) {
   fn(WarpShape<32, 16>{});
 }
 
-// The rungs of 8-byte packs, one a lane, for short 16-bit rows (up to 128 columns; PlanSoftmax).
-template <typename Fn>
-void ForEachEightByteWarpShape(Fn&& fn) {
-  fn(WarpShape<1, 1, 8>{});
-  fn(WarpShape<2, 1, 8>{});
-  fn(WarpShape<4, 1, 8>{});
-  fn(WarpShape<8, 1, 8>{});
-  fn(WarpShape<16, 1, 8>{});
-  fn(WarpShape<32, 1, 8>{});
-}
-
 template <typename T, typename Shape>
 constexpr bool kWarpShapeFits = Shape::packs * PackSize<T>::value * sizeof(ComputeType<T>) <=
                                 (std::is_same_v<T, double> ? 64 : kIs16Bit<T> ? 384 : 256);
@@ -970,34 +958,16 @@ bool PlanTwoPerSm(const CudaDeviceInfo& info, int64_t rows, int64_t window, Plan
   return true;
 }
 
-// The one decision function. `x_alignment`: the largest power of two up to 16 that divides x's
-// address (Describe, which has no pointers, assumes 16). `allow_warp` = false plans a block path for any row (for
+// The one decision function. `x_aligned`: x starts on a 16-byte boundary (Describe, which has
+// no pointers, assumes it does). `allow_warp` = false plans a block path for any row (for
 // tools/softmax_lab.cu, which compares the paths).
 template <typename T, Algorithm kAlgorithm>
-Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, int x_alignment,
+Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_aligned,
                  bool allow_warp = true) {
   constexpr int P = PackSize<T>::value;
-  const bool x_aligned = x_alignment >= kPackBytes;
   const int64_t window = MaxWindowPacks<T>(cols, x_aligned);
   Plan plan;
   plan.pack = P;
-
-  // Short 16-bit rows of a whole number of 8-byte packs but not of 16-byte ones (cols = 8k + 4,
-  // x 8-byte aligned), such as 100 halves: 8-byte packs, one a lane, so that no row has edge
-  // columns. With 16-byte packs every such row has 4 (half 100: 0.71x copy; 8-byte packs: see
-  // NOTES.md, change 10).
-  if constexpr (kIs16Bit<T>) {
-    if (allow_warp && x_alignment >= 8 && cols % 8 == 4 && cols <= kWarpSize * 4) {
-      bool chosen = false;
-      ForEachEightByteWarpShape([&](auto shape) {
-        using Shape = decltype(shape);
-        if (chosen || Shape::width * Shape::packs * 4 < cols) { return; }
-        chosen = true;
-        PlanWarp<T, kAlgorithm, Shape>(info, rows, /*ragged=*/false, plan);
-      });
-      return plan;
-    }
-  }
 
   if (allow_warp && window <= MaxWarpWindowPacks<T>()) {
     bool chosen = false;
@@ -1068,12 +1038,8 @@ Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, int x_a
   return plan;
 }
 
-// The largest power of two up to kPackBytes that divides p's address.
-inline int Alignment(const void* p) {
-  const auto address = reinterpret_cast<uintptr_t>(p);
-  int alignment = kPackBytes;
-  while (address % alignment != 0) { alignment /= 2; }
-  return alignment;
+inline bool IsPackAligned(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % kPackBytes == 0;
 }
 
 // The primitive: T is the CUDA element type (__half, __nv_bfloat16, float, double); Base is
@@ -1085,13 +1051,13 @@ class SoftmaxImpl final : public Base {
     if (rows <= 0 || cols <= 0) { return; }
     auto* cuda_stream = static_cast<CudaStream*>(stream);
     const Plan plan =
-        PlanSoftmax<T, kAlgorithm>(cuda_stream->device_info(), rows, cols, Alignment(x));
+        PlanSoftmax<T, kAlgorithm>(cuda_stream->device_info(), rows, cols, IsPackAligned(x));
     plan.launch(plan, cuda_stream->cuda_stream(), rows, cols, x, y);
   }
 
   std::string Describe(int64_t rows, int64_t cols) const override {
     if (rows <= 0 || cols <= 0) { return "empty"; }
-    return ToString(PlanSoftmax<T, kAlgorithm>(CurrentDeviceInfo(), rows, cols, kPackBytes));
+    return ToString(PlanSoftmax<T, kAlgorithm>(CurrentDeviceInfo(), rows, cols, true));
   }
 };
 
