@@ -18,11 +18,11 @@ from sphinx.util.docutils import SphinxDirective
 KERNELS = Path(__file__).resolve().parents[2] / "cuda" / "ep" / "primitive" / "softmax_kernels.cuh"
 PACK_BYTES = re.compile(r"constexpr int kPackBytes = (\d+);")
 LADDER = re.compile(r"void ForEachWarpShape\(Fn&& fn\) \{(?P<body>.*?)\n\}", re.S)
-# A rung: WarpShape<lanes, packs> (rows per group from kWarpRows), or WarpShape<lanes, packs, rows>.
-RUNG = re.compile(r"fn\(WarpShape<(\d+),\s*(\d+)(?:,\s*(\d+))?>\{\}\);")
-# Rows per group: `kPacks * PackSize<T>::value <= N ? A : B` (a lane's share of the row).
-ROWS = re.compile(r"kWarpRows\s*=\s*kPacks\s*\*\s*PackSize<T>::value\s*<=\s*(\d+)\s*\?\s*"
-                  r"(\d+)\s*:\s*(\d+);")
+# A rung: WarpShape<lanes, packs> of 16-byte packs (rows per group from kWarpRows).
+RUNG = re.compile(r"fn\(WarpShape<(\d+),\s*(\d+)>\{\}\);")
+# Rows per group: `kPacks * PackSize<T, kBytes>::value <= N ? A : B` (a lane's share of the row).
+ROWS = re.compile(r"kWarpRows\s*=\s*kPacks\s*\*\s*PackSize<T(?:,\s*kBytes)?>::value\s*<=\s*(\d+)"
+                  r"\s*\?\s*(\d+)\s*:\s*(\d+);")
 # The register budget of a lane's row, in bytes: a number, or
 # `(std::is_same_v<T, double> ? D : kIs16Bit<T> ? H : F)` with either condition optional.
 FITS = re.compile(r"kWarpShapeFits\s*=\s*Shape::packs\s*\*\s*PackSize<T>::value\s*\*\s*"
@@ -50,9 +50,7 @@ def read_ladder(text: str) -> tuple[int, list[tuple[int, int, Any]], dict[str, i
     rungs: list[tuple[int, int, Any]] = []
     for m in RUNG.finditer(ladder.group("body")):
         lanes, packs = int(m.group(1)), int(m.group(2))
-        if m.group(3) is not None:
-            rungs.append((lanes, packs, int(m.group(3))))
-        elif rows_rule is not None:
+        if rows_rule is not None:
             limit, few, many = (int(v) for v in rows_rule.groups())
             rungs.append((lanes, packs, lambda values, most=limit, a=few, b=many:
                           a if values <= most else b))
