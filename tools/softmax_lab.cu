@@ -8,9 +8,8 @@
 //   --dtype half|bfloat16|float|double   repeatable; default half, bfloat16, float
 //   --algo softmax|log_softmax           default softmax
 //   --cols N ...                         default the benchmark's sweep
-//   --variant NAME ...                   default | grid=tiles | grid=persistent | path=block |
-//                                        smem=48k
-//                                        (several run side by side; smem=48k runs alone)
+//   --variant NAME ...                   default, or one of the variants below (several run
+//                                        side by side; smem=48k runs alone)
 //   --reps N                             timed calls per shape (default 20, the median is kept)
 //
 //   default     the plan PlanSoftmax makes
@@ -23,7 +22,6 @@
 //   passes=3    the block paths find the max and the sum in two passes, not one (online)
 //   pack=2      the warp path's rung with packs of 2 elements (as OneFlow's warp path loads
 //               half, bfloat16 and float) instead of 16 bytes; the same values a lane
-
 //   smem=48k    planned as if shared memory stopped at the 48 KiB default (no opt-in)
 //
 // Each line: dtype algo variant cols rows plan copy_GB/s GB/s fraction_of_copy max_error,
@@ -114,10 +112,12 @@ float MedianMs(cudaStream_t stream, int reps, Fn&& fn) {
   return times[times.size() / 2];
 }
 
-// Launches the plan's block path through the block kernel built with the given lab-only
-// parameters, at the plan's block size.
-template <typename T, bool kAsyncCopy, bool kOnlineNormalizer>
-void UseBlockKernel(const Options& options, const CudaDeviceInfo& info, Plan& plan) {
+// Launches the plan's block path through the block kernel of plan.block threads built with the
+// given lab-only parameters, and returns that kernel (nullptr, and the plan unchanged, when
+// the dtype has no kernel of that size).
+template <typename T, bool kAsyncCopy = true, bool kOnlineNormalizer = true>
+const void* UseBlockKernel(const Options& options, const CudaDeviceInfo& info, Plan& plan) {
+  const void* used = nullptr;
   ForEachBlockSize<T>([&](auto block_tag) {
     constexpr int kBlock = decltype(block_tag)::value;
     if (kBlock != plan.block) { return; }
@@ -132,7 +132,9 @@ void UseBlockKernel(const Options& options, const CudaDeviceInfo& info, Plan& pl
         options.algo == Algorithm::kSoftmax
             ? &LaunchBlock<T, Algorithm::kSoftmax, kBlock, kAsyncCopy, kOnlineNormalizer>
             : &LaunchBlock<T, Algorithm::kLogSoftmax, kBlock, kAsyncCopy, kOnlineNormalizer>;
+    used = kernel;
   });
+  return used;
 }
 
 // The planner's choice, with the variant's one decision undone.
@@ -152,26 +154,15 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
     plan.grid = static_cast<int>(std::min(plan.tiles, resident));
   } else if (variant.rfind("block=", 0) == 0 && plan.path == Path::kBlockSmem) {
     // block_smem with a given block size (128, 256, 512 or 1024), one block per row.
-    const int want = std::stoi(variant.substr(6));
-    auto use = [&](auto block_tag) {
-      constexpr int kBlock = decltype(block_tag)::value;
-      if (kBlock != want || kBlock > kMaxBlockSize<T>) { return; }
-      const void* kernel =
-          options.algo == Algorithm::kSoftmax
-              ? reinterpret_cast<const void*>(&BlockSoftmaxKernel<T, Algorithm::kSoftmax, kBlock>)
-              : reinterpret_cast<const void*>(
-                    &BlockSoftmaxKernel<T, Algorithm::kLogSoftmax, kBlock>);
-      MaxDynamicSmem(kernel, info);  // raises the kernel's limit
-      plan.launch = options.algo == Algorithm::kSoftmax
-                        ? &LaunchBlock<T, Algorithm::kSoftmax, kBlock>
-                        : &LaunchBlock<T, Algorithm::kLogSoftmax, kBlock>;
-      plan.block = kBlock;
-      plan.active_per_sm = MaxActiveBlocksPerSm(kernel, info, kBlock, plan.smem);
+    Plan sized = plan;
+    sized.block = std::stoi(variant.substr(6));
+    if (const void* kernel = UseBlockKernel<T>(options, info, sized)) {
+      plan = sized;
+      plan.active_per_sm = MaxActiveBlocksPerSm(kernel, info, plan.block, plan.smem);
       plan.grid = static_cast<int>(std::min<int64_t>(rows, 0x7fffffff));
-    };
-    ForEachBlockSize<T>(use);
+    }
   } else if (variant == "copy=registers" && plan.path != Path::kWarp) {
-    UseBlockKernel<T, /*kAsyncCopy=*/false, /*kOnlineNormalizer=*/true>(options, info, plan);
+    UseBlockKernel<T, /*kAsyncCopy=*/false>(options, info, plan);
   } else if (variant == "passes=3" && plan.path != Path::kWarp) {
     UseBlockKernel<T, /*kAsyncCopy=*/true, /*kOnlineNormalizer=*/false>(options, info, plan);
   } else if (variant == "pack=2" && plan.path == Path::kWarp) {
@@ -196,25 +187,9 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
     // block_online with N blocks per SM, each caching 1/N of the SM's shared memory.
     const int n = std::stoi(variant.substr(7));
     const size_t smem = (static_cast<size_t>(info.max_shared_memory_per_sm) / n - 2048) / 16 * 16;
-    auto use = [&](auto block_tag) {
-      constexpr int kBlock = decltype(block_tag)::value;
-      const void* kernel =
-          options.algo == Algorithm::kSoftmax
-              ? reinterpret_cast<const void*>(&BlockSoftmaxKernel<T, Algorithm::kSoftmax, kBlock>)
-              : reinterpret_cast<const void*>(
-                    &BlockSoftmaxKernel<T, Algorithm::kLogSoftmax, kBlock>);
-      plan.launch = options.algo == Algorithm::kSoftmax
-                        ? &LaunchBlock<T, Algorithm::kSoftmax, kBlock>
-                        : &LaunchBlock<T, Algorithm::kLogSoftmax, kBlock>;
-      plan.block = kBlock;
-      MaxDynamicSmem(kernel, info);  // raises the kernel's limit
-      plan.active_per_sm = MaxActiveBlocksPerSm(kernel, info, kBlock, smem);
-    };
-    if (n == 2) {
-      use(std::integral_constant<int, 512>{});
-    } else {
-      use(std::integral_constant<int, 256>{});
-    }
+    plan.block = n == 2 ? 512 : 256;
+    const void* kernel = UseBlockKernel<T>(options, info, plan);
+    plan.active_per_sm = MaxActiveBlocksPerSm(kernel, info, plan.block, smem);
     plan.path = Path::kBlockOnline;
     plan.smem = smem;
     plan.cached_packs = static_cast<int>(smem / kPackBytes);
