@@ -15,9 +15,13 @@ Providers:
 
 Every result is checked against a float64 reference before it is timed. GPU times come from
 CUDA events around each call on one shared stream (oneflite's, which torch and Triton are
-pointed at), the median of many calls after warm-up; every tensor is several times the L2
-cache, so repeats cannot hit in cache. CPU times use the median of wall-clock repeats
-(``--statistic min``: the minimum, for a machine shared with other jobs).
+pointed at), the median of many calls after warm-up. Before each timed call the stream reads a
+buffer four times the size of the L2 cache: short rows make tensors of only 6-50 MB, which a
+previous call would otherwise leave in L2. The flush reads rather than writes, so that the
+timed call does not pay for writing back dirty lines, and it keeps the GPU busy while the host
+launches the call, so launch cost is not timed (``--overhead`` measures that). CPU times use
+the median of wall-clock repeats (``--statistic min``: the minimum, for a machine shared with
+other jobs); there nothing is flushed, and every CPU provider runs on the same warm caches.
 
 Examples::
 
@@ -124,6 +128,7 @@ class Timer:
     warmup: int = 3
     repeats: int = 20
     statistic: str = "median"
+    flush: Optional[Callable[[], Any]] = None  # queued before each timed call (GPU)
 
     def __call__(self, fn: Callable[[], Any]) -> float:
         for _ in range(self.warmup):
@@ -133,6 +138,8 @@ class Timer:
             for _ in range(self.repeats):
                 start = self.torch.cuda.Event(enable_timing=True)
                 end = self.torch.cuda.Event(enable_timing=True)
+                if self.flush is not None:
+                    self.flush()
                 start.record()
                 fn()
                 end.record()
@@ -148,6 +155,15 @@ class Timer:
 
     def _summary(self, times: list[float]) -> float:
         return min(times) if self.statistic == "min" else statistics.median(times)
+
+
+def _l2_flush(torch: Any) -> Callable[[], Any]:
+    """A call that evicts the GPU's L2 cache by reading a buffer four times its size (at least
+    256 MiB), on torch's current stream."""
+    l2_bytes = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or 64 << 20
+    buffer = torch.ones(max(4 * l2_bytes, 256 << 20) // 4, dtype=torch.float32, device="cuda")
+    torch.cuda.synchronize()
+    return lambda: buffer.sum()
 
 
 # ---- one shape ----------------------------------------------------------------------------------
@@ -201,6 +217,7 @@ class Bench:
             # stream, so all providers are ordered and timed on one stream.
             handle = _C._native_stream(oneflite.device("cuda:0"))
             self.stream = self.torch.cuda.ExternalStream(handle)
+            self.timer.flush = _l2_flush(self.torch)
 
     def run(self, dtype: str, op: str, rows: int, cols: int, seed: int) -> list[Result]:
         if self.stream is not None:

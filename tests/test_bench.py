@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 from conftest import run_python
 
@@ -43,3 +44,29 @@ def test_overhead_mode_reports_per_call_times(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "oneflite.nn.functional.softmax" in result.stdout
     assert "us/call" in result.stdout
+
+
+def test_gpu_timer_flushes_l2_before_every_timed_call_and_not_inside_it() -> None:
+    """The order of what the GPU timer queues, with a stand-in for torch's CUDA events."""
+    from oneflite.bench import Timer
+
+    queued: list[str] = []
+
+    class Event:
+        def __init__(self, enable_timing: bool) -> None:
+            assert enable_timing
+
+        def record(self) -> None:
+            queued.append("record")
+
+        def synchronize(self) -> None:
+            pass
+
+        def elapsed_time(self, end: "Event") -> float:
+            return 1.0
+
+    fake_torch = SimpleNamespace(cuda=SimpleNamespace(Event=Event))
+    timer = Timer("cuda", fake_torch, warmup=2, repeats=3,
+                  flush=lambda: queued.append("flush"))
+    assert timer(lambda: queued.append("call")) == 1.0
+    assert queued == ["call"] * 2 + ["flush", "record", "call", "record"] * 3

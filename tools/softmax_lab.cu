@@ -23,10 +23,18 @@
 //   pack=2      the warp path's rung with packs of 2 elements (as OneFlow's warp path loads
 //               half, bfloat16 and float) instead of 16 bytes; the same values a lane
 //   smem=48k    planned as if shared memory stopped at the 48 KiB default (no opt-in)
+//   cache=float the block paths cache a 16-bit row widened to float (as OneFlow does), through
+//               registers, in twice the shared memory; what no longer fits is re-read
+//   rows=N      the warp path's rung with each group taking N (1, 2 or 4) rows at once (rungs
+//               of up to 2 packs a lane)
+//   path=tile   the tile path (rows tiled through shared memory) for rows of up to 1024 cols
+//   tile=N      the tile path with N rows a tile
+//
+// Every timed call follows an L2 flush (a read of four times the L2 size), as in the benchmark.
 //
 // Each line: dtype algo variant cols rows plan copy_GB/s GB/s fraction_of_copy max_error,
-// where GB/s counts bytes read plus written, and max_error compares 64 sampled rows with a
-// float64 softmax computed on the host.
+// where GB/s counts bytes read plus written, and max_error compares rows with a float64 softmax
+// computed on the host: every row of tensors up to 2^25 elements, else 64 spread over it.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -89,15 +97,51 @@ T FromFloat(float v) {
   }
 }
 
-// The median time in ms of `reps` calls of fn, each between its own pair of events.
+// Reads n 16-byte words; stores only if they hash to a value they never do (the buffer is
+// zeros), so that the loads stay.
+__global__ void ReadAll(const uint4* words, int64_t n, unsigned* sink) {
+  unsigned hash = 0;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const uint4 w = words[i];
+    hash ^= w.x ^ w.y ^ w.z ^ w.w;
+  }
+  if (hash == 0x9E3779B9u) { *sink = hash; }
+}
+
+// Evicts L2 before a timed call, as python -m oneflite.bench does: reads (not writes, which would
+// leave dirty lines for the timed call to write back) four times the L2 size, at least 256 MiB.
+class L2Flush {
+ public:
+  explicit L2Flush(const CudaDeviceInfo& info)
+      : words_(std::max<int64_t>(4 * static_cast<int64_t>(info.l2_cache_bytes), 256 << 20) / 16),
+        grid_(info.sm_count * 8) {
+    LAB_CHECK(cudaMalloc(&buffer_, words_ * 16 + sizeof(unsigned)));
+    LAB_CHECK(cudaMemset(buffer_, 0, words_ * 16 + sizeof(unsigned)));
+  }
+  ~L2Flush() { cudaFree(buffer_); }
+  void operator()(cudaStream_t stream) const {
+    ReadAll<<<grid_, 256, 0, stream>>>(buffer_, words_,
+                                       reinterpret_cast<unsigned*>(buffer_ + words_));
+  }
+
+ private:
+  uint4* buffer_ = nullptr;
+  int64_t words_;
+  int grid_;
+};
+
+// The median time in ms of `reps` calls of fn, each between its own pair of events, with L2
+// flushed before each.
 template <typename Fn>
-float MedianMs(cudaStream_t stream, int reps, Fn&& fn) {
+float MedianMs(cudaStream_t stream, const L2Flush& flush, int reps, Fn&& fn) {
   cudaEvent_t begin, end;
   LAB_CHECK(cudaEventCreate(&begin));
   LAB_CHECK(cudaEventCreate(&end));
   for (int i = 0; i < 3; ++i) { fn(); }
   std::vector<float> times;
   for (int i = 0; i < reps; ++i) {
+    flush(stream);
     LAB_CHECK(cudaEventRecord(begin, stream));
     fn();
     LAB_CHECK(cudaEventRecord(end, stream));
@@ -115,25 +159,29 @@ float MedianMs(cudaStream_t stream, int reps, Fn&& fn) {
 // Launches the plan's block path through the block kernel of plan.block threads built with the
 // given lab-only parameters, and returns that kernel (nullptr, and the plan unchanged, when
 // the dtype has no kernel of that size).
-template <typename T, bool kAsyncCopy = true, bool kOnlineNormalizer = true>
+template <typename T, bool kAsyncCopy = true, bool kOnlineNormalizer = true, typename Cache = T>
 const void* UseBlockKernel(const Options& options, const CudaDeviceInfo& info, Plan& plan) {
   const void* used = nullptr;
-  ForEachBlockSize<T>([&](auto block_tag) {
+  auto try_size = [&](auto block_tag) {
     constexpr int kBlock = decltype(block_tag)::value;
     if (kBlock != plan.block) { return; }
     const void* kernel =
         options.algo == Algorithm::kSoftmax
             ? reinterpret_cast<const void*>(&BlockSoftmaxKernel<T, Algorithm::kSoftmax, kBlock,
-                                                                kAsyncCopy, kOnlineNormalizer>)
+                                                                kAsyncCopy, kOnlineNormalizer,
+                                                                Cache>)
             : reinterpret_cast<const void*>(&BlockSoftmaxKernel<T, Algorithm::kLogSoftmax, kBlock,
-                                                                kAsyncCopy, kOnlineNormalizer>);
+                                                                kAsyncCopy, kOnlineNormalizer,
+                                                                Cache>);
     MaxDynamicSmem(kernel, info);  // raises this kernel's limit too
     plan.launch =
         options.algo == Algorithm::kSoftmax
-            ? &LaunchBlock<T, Algorithm::kSoftmax, kBlock, kAsyncCopy, kOnlineNormalizer>
-            : &LaunchBlock<T, Algorithm::kLogSoftmax, kBlock, kAsyncCopy, kOnlineNormalizer>;
+            ? &LaunchBlock<T, Algorithm::kSoftmax, kBlock, kAsyncCopy, kOnlineNormalizer, Cache>
+            : &LaunchBlock<T, Algorithm::kLogSoftmax, kBlock, kAsyncCopy, kOnlineNormalizer, Cache>;
     used = kernel;
-  });
+  };
+  try_size(std::integral_constant<int, 64>{});  // lab only: the planner starts at 128
+  ForEachBlockSize<T>(try_size);
   return used;
 }
 
@@ -183,6 +231,70 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
         }
       }
     });
+  } else if (variant == "cache=float" && kIs16Bit<T> && plan.path != Path::kWarp) {
+    // Each cached pack takes 32 bytes instead of 16, and the block size is chosen again by the
+    // planner's rule for that cache (128 threads while 4 blocks fit, else the most resident
+    // threads); a row that no longer fits caches what fits on the largest block.
+    constexpr int kWide = 2 * kPackBytes;
+    const int64_t window = MaxWindowPacks<T>(cols, true);
+    Plan best = plan;
+    int best_active = 0, best_threads = 0;
+    for (const int block : {128, 256, 512, 1024}) {
+      Plan sized = plan;
+      sized.block = block;
+      const void* kernel = UseBlockKernel<T, false, true, float>(options, info, sized);
+      if (kernel == nullptr) { continue; }
+      const int64_t fit = static_cast<int64_t>(MaxDynamicSmem(kernel, info)) / kWide;
+      sized.cached_packs = static_cast<int>(std::min(window, fit));
+      sized.path = sized.cached_packs == window ? Path::kBlockSmem : Path::kBlockOnline;
+      sized.smem = static_cast<size_t>(sized.cached_packs) * kWide;
+      const int active = MaxActiveBlocksPerSm(kernel, info, block, sized.smem);
+      if (active == 0) { continue; }
+      if (sized.path == Path::kBlockSmem) {
+        const bool settled = best.path == Path::kBlockSmem && best.block == 128 && best_active >= 4;
+        if (settled || (best.path == Path::kBlockSmem && active * block <= best_threads)) {
+          continue;
+        }
+      } else if (best_active > 0 && best.path == Path::kBlockSmem) {
+        continue;  // a whole row cached beats any partial one
+      }
+      best = sized;
+      best_active = active;
+      best_threads = active * block;
+    }
+    plan = best;
+    SetGrid(plan, rows, info, best_active, /*persistent=*/false);
+  } else if ((variant == "path=tile" || variant.rfind("tile=", 0) == 0) && cols <= kMaxTileCols) {
+    const int tile_rows = variant == "path=tile" ? 0 : std::stoi(variant.substr(5));
+    if (options.algo == Algorithm::kSoftmax) {
+      PlanTile<T, Algorithm::kSoftmax>(info, rows, cols, tile_rows, plan);
+    } else {
+      PlanTile<T, Algorithm::kLogSoftmax>(info, rows, cols, tile_rows, plan);
+    }
+  } else if (variant.rfind("rows=", 0) == 0 && plan.path == Path::kWarp) {
+    // The planned rung, with each group taking N rows at once (rungs of up to 2 packs a lane).
+    const int n = std::stoi(variant.substr(5));
+    ForEachWarpShape([&](auto shape) {
+      using Shape = decltype(shape);
+      if constexpr (kWarpShapeFits<T, Shape> && Shape::packs <= 2) {
+        if (Shape::width != plan.width || Shape::packs * PackSize<T>::value != plan.cols_per_thread) {
+          return;
+        }
+        auto plan_rows = [&](auto rows_tag) {
+          constexpr int kRows = decltype(rows_tag)::value;
+          using Rows = WarpShape<Shape::width, Shape::packs, kPackBytes, kRows>;
+          if (kRows != n) { return; }
+          if (options.algo == Algorithm::kSoftmax) {
+            PlanWarp<T, Algorithm::kSoftmax, Rows>(info, rows, plan.ragged, plan);
+          } else {
+            PlanWarp<T, Algorithm::kLogSoftmax, Rows>(info, rows, plan.ragged, plan);
+          }
+        };
+        plan_rows(std::integral_constant<int, 1>{});
+        plan_rows(std::integral_constant<int, 2>{});
+        plan_rows(std::integral_constant<int, 4>{});
+      }
+    });
   } else if (variant.rfind("online=", 0) == 0 && plan.path != Path::kWarp) {
     // block_online with N blocks per SM, each caching 1/N of the SM's shared memory.
     const int n = std::stoi(variant.substr(7));
@@ -203,6 +315,7 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
 template <typename T>
 void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& info,
               cudaStream_t stream) {
+  const L2Flush flush(info);
   for (const int64_t cols : options.cols) {
     const int64_t rows = cols <= 2048 ? 98304 : (int64_t{1} << 27) / cols;
     const int64_t n = rows * cols;
@@ -222,24 +335,32 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
     LAB_CHECK(cudaMalloc(&copy, bytes));
     LAB_CHECK(cudaMemcpy(x, host_x.data(), bytes, cudaMemcpyHostToDevice));
 
-    const float copy_ms = MedianMs(stream, options.reps, [&] {
+    const float copy_ms = MedianMs(stream, flush, options.reps, [&] {
       LAB_CHECK(cudaMemcpyAsync(copy, x, bytes, cudaMemcpyDeviceToDevice, stream));
     });
     for (const std::string& variant : options.variants) {
       const Plan plan = VariantPlan<T>(options, variant, info, rows, cols);
       LAB_CHECK(cudaMemset(y, 0xff, bytes));  // NaN: a row the kernel skipped cannot pass
-      const float ms = MedianMs(stream, options.reps,
+      const float ms = MedianMs(stream, flush, options.reps,
                                 [&] { plan.launch(plan, stream, rows, cols, x, y); });
       LAB_CHECK(cudaStreamSynchronize(stream));
       LAB_CHECK(cudaGetLastError());
 
-      // 64 rows spread over the tensor (the first and the last included) against float64.
-      std::vector<T> host_y(cols);
+      // Every row, or 64 spread over the tensor (the first and the last included), against
+      // float64.
+      const int64_t checked = n <= (int64_t{1} << 25) ? rows : 64;
+      std::vector<T> host_y(checked == rows ? n : cols);
       double max_error = 0;
-      for (int s = 0; s < 64; ++s) {
-        const int64_t row = s * (rows - 1) / 63;
-        LAB_CHECK(cudaMemcpy(host_y.data(), y + row * cols, cols * sizeof(T),
-                             cudaMemcpyDeviceToHost));
+      for (int64_t s = 0; s < checked; ++s) {
+        const int64_t row = checked == rows ? s : s * (rows - 1) / 63;
+        const T* out = host_y.data();
+        if (checked == rows) {
+          if (s == 0) { LAB_CHECK(cudaMemcpy(host_y.data(), y, bytes, cudaMemcpyDeviceToHost)); }
+          out += row * cols;
+        } else {
+          LAB_CHECK(cudaMemcpy(host_y.data(), y + row * cols, cols * sizeof(T),
+                               cudaMemcpyDeviceToHost));
+        }
         const T* in = host_x.data() + row * cols;
         double max = -INFINITY, sum = 0;
         for (int64_t c = 0; c < cols; ++c) { max = std::max<double>(max, ToFloat(in[c])); }
@@ -248,7 +369,7 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
           const double shifted = ToFloat(in[c]) - max;
           const double want = options.algo == Algorithm::kSoftmax ? std::exp(shifted) / sum
                                                                   : shifted - std::log(sum);
-          const double err = std::abs(ToFloat(host_y[c]) - want) / std::max(1.0, std::abs(want));
+          const double err = std::abs(ToFloat(out[c]) - want) / std::max(1.0, std::abs(want));
           if (!(err <= max_error)) { max_error = err; }  // NaN sticks
         }
       }

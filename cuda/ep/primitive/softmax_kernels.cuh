@@ -140,9 +140,9 @@ __device__ __forceinline__ C Max(C a, C b) {
 
 // The max of a pack's elements. 16-bit packs are reduced in pairs by the packed max
 // instructions (which also drop a NaN operand) and widened once.
-template <typename T>
-__device__ __forceinline__ ComputeType<T> PackMax(const Pack<T>& pack) {
-  constexpr int P = PackSize<T>::value;
+template <typename T, int kBytes>
+__device__ __forceinline__ ComputeType<T> PackMax(const Pack<T, kBytes>& pack) {
+  constexpr int P = PackSize<T, kBytes>::value;
   if constexpr (kIs16Bit<T>) {
     using Pair = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
     const auto* pairs = reinterpret_cast<const Pair*>(pack.elem);
@@ -279,19 +279,23 @@ __device__ __forceinline__ C GroupAllReduce(C v, Op op) {
 }
 
 // One rung of the warp ladder: kWidth lanes share a row, each holding kPacks packs of kBytes
-// of it. The ladder's packs are 16 bytes; only tools/softmax_lab.cu builds narrower ones, to
-// measure what 16-byte packs buy.
-template <int kWidth, int kPacks, int kBytes = kPackBytes>
+// of it, kRows rows at once (0: as kWarpRows says). The ladder's packs are 16 bytes and its
+// rows kWarpRows'; only tools/softmax_lab.cu builds others, to measure what those choices buy.
+template <int kWidth, int kPacks, int kBytes = kPackBytes, int kRows = 0>
 struct WarpShape {
   static constexpr int width = kWidth;
   static constexpr int packs = kPacks;
   static constexpr int bytes = kBytes;
+  static constexpr int rows = kRows;
 };
 
 // Rows a group handles at once: two while a lane's share of a row is at most 16 values, so that
 // short rows keep more independent loads in flight per lane without costing occupancy.
 template <typename T, int kPacks, int kBytes = kPackBytes>
 constexpr int kWarpRows = kPacks * PackSize<T, kBytes>::value <= 16 ? 2 : 1;
+
+template <typename T, int kPacks, int kBytes, int kRowsAsked>
+constexpr int kGroupRows = kRowsAsked > 0 ? kRowsAsked : kWarpRows<T, kPacks, kBytes>;
 
 // Narrows one computed value to T, rounding to nearest even.
 template <typename T>
@@ -304,6 +308,33 @@ __device__ __forceinline__ T FromCompute(ComputeType<T> v) {
     return v;
   }
 }
+
+// The warp and tile paths hold a row in registers and exp each element once: softmax keeps
+// exp(x - max) there, log_softmax keeps x - max. Either way exp(x - max) joins the row's sum.
+template <typename T, Algorithm kAlgorithm>
+__device__ __forceinline__ void Shift(ComputeType<T>& value, ComputeType<T> max,
+                                      ComputeType<T>& sum) {
+  if constexpr (kAlgorithm == Algorithm::kSoftmax) {
+    value = Exp<T>(value - max);
+    sum += value;
+  } else {
+    value -= max;
+    sum += Exp<T>(value);
+  }
+}
+
+// y from a Shift-ed value, given the row's sum: softmax multiplies by one reciprocal a row
+// (within 1 ulp of dividing), log_softmax subtracts log(sum).
+template <typename T, Algorithm kAlgorithm>
+struct ShiftedOutput {
+  using C = ComputeType<T>;
+  __device__ __forceinline__ explicit ShiftedOutput(C sum)
+      : scale(kAlgorithm == Algorithm::kSoftmax ? Reciprocal(sum) : Log(sum)) {}
+  __device__ __forceinline__ C operator()(C value) const {
+    return kAlgorithm == Algorithm::kSoftmax ? value * scale : value - scale;
+  }
+  C scale;
+};
 
 // How many of a row's edge columns (below) one lane of a kWidth-lane group holds, with packs of
 // P elements: a row has at most 2 * (P - 1), P - 1 before its first whole pack and P - 1 after
@@ -326,14 +357,14 @@ constexpr int kWarpEdges = (2 * (P - 1) + kWidth - 1) / kWidth;
 // edge code is compiled in only where rows can have edges (kRagged: cols not a whole number of
 // packs, or x off a 16-byte boundary); aligned launches measured up to 10% slower with it.
 template <typename T, Algorithm kAlgorithm, int kWidth, int kPacks, bool kRagged,
-          int kBytes = kPackBytes>
+          int kBytes = kPackBytes, int kRowsAsked = 0>
 __global__ void __launch_bounds__(kWarpBlockSize, kWarpMinBlocksPerSm<T>)
     WarpSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int cols,
                       bool y_vector_ok) {
   using C = ComputeType<T>;
   using WarpPack = Pack<T, kBytes>;
   constexpr int P = PackSize<T, kBytes>::value;
-  constexpr int kRows = kWarpRows<T, kPacks, kBytes>;
+  constexpr int kRows = kGroupRows<T, kPacks, kBytes, kRowsAsked>;
   constexpr int kGroups = kWarpSize / kWidth;
   constexpr int kTileRows = kGroups * kRows;
   constexpr int kWarpsPerBlock = kWarpBlockSize / kWarpSize;
@@ -392,24 +423,14 @@ __global__ void __launch_bounds__(kWarpBlockSize, kWarpMinBlocksPerSm<T>)
       row_max[r] = GroupAllReduce<kWidth>(m, [](C a, C b) { return Max(a, b); });
     }
 
-    // softmax keeps exp(x - max); log_softmax keeps x - max.
-    auto shift = [](C& value, C max, C& sum) {
-      if constexpr (kAlgorithm == Algorithm::kSoftmax) {
-        value = Exp<T>(value - max);
-        sum += value;
-      } else {
-        value -= max;
-        sum += Exp<T>(value);
-      }
-    };
     C row_sum[kRows];
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       C s = 0;
 #pragma unroll
-      for (int i = 0; i < kPacks * P; ++i) { shift(v[r][i], row_max[r], s); }
+      for (int i = 0; i < kPacks * P; ++i) { Shift<T, kAlgorithm>(v[r][i], row_max[r], s); }
 #pragma unroll
-      for (int k = 0; k < kEdges; ++k) { shift(e[r][k], row_max[r], s); }
+      for (int k = 0; k < kEdges; ++k) { Shift<T, kAlgorithm>(e[r][k], row_max[r], s); }
       row_sum[r] = GroupAllReduce<kWidth>(s, [](C a, C b) { return a + b; });
     }
 
@@ -417,11 +438,7 @@ __global__ void __launch_bounds__(kWarpBlockSize, kWarpMinBlocksPerSm<T>)
     for (int r = 0; r < kRows; ++r) {
       const int64_t row = tile + r * kGroups + group;
       T* y_row = y + row * cols;
-      // One reciprocal per row; the per-element work is a multiply (within 1 ulp of dividing).
-      const C scale = kAlgorithm == Algorithm::kSoftmax ? Reciprocal(row_sum[r]) : Log(row_sum[r]);
-      auto output = [scale](C value) {
-        return kAlgorithm == Algorithm::kSoftmax ? value * scale : value - scale;
-      };
+      const ShiftedOutput<T, kAlgorithm> output(row_sum[r]);
 #pragma unroll
       for (int n = 0; n < kPacks; ++n) {
         C out[P];
@@ -482,9 +499,10 @@ __device__ __forceinline__ C BlockAllReduce(C thread0_result, C* slot) {
 }
 
 // Folds packs [0, count) of `packs` into a thread's (max, sum): one rescale for the batch, then
-// one exp per element.
-template <typename T, int kCount>
-__device__ __forceinline__ void FoldPacks(MaxSum<ComputeType<T>>& stats, const Pack<T>* packs,
+// one exp per element. The packs hold a T pack's elements, as T or (the lab's float cache) as
+// float.
+template <typename T, int kCount, typename In>
+__device__ __forceinline__ void FoldPacks(MaxSum<ComputeType<T>>& stats, const In* packs,
                                           int count) {
   using C = ComputeType<T>;
   C max = stats.max;
@@ -533,10 +551,10 @@ __device__ __forceinline__ ComputeType<T> RowOutput(ComputeType<T> shifted, Comp
   }
 }
 
-// y for one pack, given the row's max and RowScale. An all -inf row has max -inf, and
-// x - max = NaN gives the NaN row PyTorch gives.
-template <typename T, Algorithm kAlgorithm>
-__device__ __forceinline__ Pack<T> OutputPack(const Pack<T>& in, ComputeType<T> max,
+// y for one pack (its elements as T, or as float), given the row's max and RowScale. An all
+// -inf row has max -inf, and x - max = NaN gives the NaN row PyTorch gives.
+template <typename T, Algorithm kAlgorithm, typename In>
+__device__ __forceinline__ Pack<T> OutputPack(const In& in, ComputeType<T> max,
                                               ComputeType<T> scale) {
   using C = ComputeType<T>;
   C out[PackSize<T>::value];
@@ -573,24 +591,73 @@ __device__ __forceinline__ int PacksOwned(Index window, int tid) {
 // pass 1 and again in pass 2, right after the cached part, while they are likely still in L2.
 //
 // Counters of packs are int: a row that fits in memory has fewer than 2^31 * kBlock packs.
-// Positions in the row are int64. Two parameters exist only for tools/softmax_lab.cu, which
+// Positions in the row are int64. Three parameters exist only for tools/softmax_lab.cu, which
 // instantiates them to measure what the defaults buy, each as the reference design does it:
-// kAsyncCopy = false copies through registers (loads, then shared-memory stores), and
-// kOnlineNormalizer = false finds the max and the sum in two passes instead of one.
+// kAsyncCopy = false copies through registers (loads, then shared-memory stores),
+// kOnlineNormalizer = false finds the max and the sum in two passes instead of one, and Cache =
+// float (with kAsyncCopy = false: cp.async moves bytes as they are) caches a 16-bit row widened
+// to float, twice the shared memory, and never converts it again.
 template <typename T, Algorithm kAlgorithm, int kBlock, bool kAsyncCopy = true,
-          bool kOnlineNormalizer = true>
+          bool kOnlineNormalizer = true, typename Cache = T>
 __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
     BlockSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int64_t cols,
                        int cached_packs, bool y_vector_ok) {
   using C = ComputeType<T>;
   constexpr int P = PackSize<T>::value;
   constexpr int U = kBlockUnroll<T>;
+  // A cached pack: P elements of T, as loaded (16 bytes) or widened.
+  using CachePack = Pack<Cache, P * static_cast<int>(sizeof(Cache))>;
+  static_assert(std::is_same_v<Cache, T> || !kAsyncCopy, "cp.async cannot widen what it copies");
   using BlockReduce = cub::BlockReduce<C, kBlock>;
   __shared__ typename BlockReduce::TempStorage reduce_storage;
   __shared__ C row_value;
   extern __shared__ uint4 shared_cache[];
   const int tid = threadIdx.x;
+  // This thread's 16-byte slot for its cached pack i. A widened pack is two 16-byte halves, in
+  // two planes of cached_packs slots, so that a warp's accesses stay free of bank conflicts.
   Pack<T>* const slots = reinterpret_cast<Pack<T>*>(shared_cache) + tid;
+  auto slot = [&](int i) { return slots + i * kBlock; };
+  auto read_cache = [&](int i) {
+    if constexpr (std::is_same_v<Cache, T>) {
+      return *slot(i);
+    } else {
+      CachePack pack;
+      auto* halves = reinterpret_cast<Pack<Cache>*>(&pack);
+      const auto* plane = reinterpret_cast<const Pack<Cache>*>(slot(i));
+      halves[0] = plane[0];
+      halves[1] = plane[cached_packs];
+      return pack;
+    }
+  };
+  auto write_cache = [&](int i, const CachePack& pack) {
+    if constexpr (std::is_same_v<Cache, T>) {
+      *slot(i) = pack;
+    } else {
+      const auto* halves = reinterpret_cast<const Pack<Cache>*>(&pack);
+      auto* plane = reinterpret_cast<Pack<Cache>*>(slot(i));
+      plane[0] = halves[0];
+      plane[cached_packs] = halves[1];
+    }
+  };
+  auto cached_elem = [&](int i, int j) -> Cache& {
+    if constexpr (std::is_same_v<Cache, T>) {
+      return slot(i)->elem[j];
+    } else {
+      constexpr int kHalf = PackSize<Cache>::value;
+      auto* plane = reinterpret_cast<Pack<Cache>*>(slot(i));
+      return plane[j < kHalf ? 0 : cached_packs].elem[j % kHalf];
+    }
+  };
+  auto widen = [](const Pack<T>& pack) {
+    if constexpr (std::is_same_v<Cache, T>) {
+      return pack;
+    } else {
+      CachePack wide;
+#pragma unroll
+      for (int j = 0; j < P; ++j) { wide.elem[j] = ToCompute(pack.elem[j]); }
+      return wide;
+    }
+  };
   const int cached = PacksOwned<kBlock>(cached_packs, tid);
   const T* x_end = x + rows * cols;
 
@@ -602,17 +669,15 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
     const int head = HeadOffset(x_row);
     const int n = min(PacksOwned<kBlock>((head + cols + P - 1) / P, tid), cached);
     const Pack<T>* src = reinterpret_cast<const Pack<T>*>(x_row - head) + tid;
-    Pack<T>* dst = slots;
     const bool at_tensor_end =
         (row == 0 && head > 0) || (row == rows - 1 && (head + cols) % P != 0);
     if (!at_tensor_end) {
 #pragma unroll 4
       for (int i = 0; i < n; ++i) {
         if constexpr (kAsyncCopy) {
-          __pipeline_memcpy_async(dst + i * kBlock, src + static_cast<int64_t>(i) * kBlock,
-                                  kPackBytes);
+          __pipeline_memcpy_async(slot(i), src + static_cast<int64_t>(i) * kBlock, kPackBytes);
         } else {
-          dst[i * kBlock] = src[static_cast<int64_t>(i) * kBlock];
+          write_cache(i, widen(src[static_cast<int64_t>(i) * kBlock]));
         }
       }
     } else {
@@ -621,12 +686,12 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
         const Pack<T>* from = src + static_cast<int64_t>(i) * kBlock;
         if (from->elem < x || from->elem + P > x_end) {
           const int64_t c0 = (tid + static_cast<int64_t>(i) * kBlock) * P - head;
-          dst[i * kBlock] = LoadPack(x_row, c0, cols);
+          write_cache(i, widen(LoadPack(x_row, c0, cols)));
         } else {
           if constexpr (kAsyncCopy) {
-            __pipeline_memcpy_async(dst + i * kBlock, from, kPackBytes);
+            __pipeline_memcpy_async(slot(i), from, kPackBytes);
           } else {
-            dst[i * kBlock] = *from;
+            write_cache(i, widen(*from));
           }
         }
       }
@@ -639,7 +704,6 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     prefetch(row);
     __pipeline_wait_prior(0);
-    Pack<T>* const buffer = slots;
 
     const T* x_row = x + row * cols;
     T* y_row = y + row * cols;
@@ -669,7 +733,7 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
 #pragma unroll 1
       for (int j = 0; j < P; ++j) {
         const int64_t c = column(i) + j;
-        if (c < 0 || c >= cols) { buffer[i * kBlock].elem[j] = NegativeInfinity<T>(); }
+        if (c < 0 || c >= cols) { cached_elem(i, j) = NegativeInfinity<Cache>(); }
       }
     }
 
@@ -677,14 +741,14 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
     // in the row (the rest -inf), then for each uncached edge pack alone.
     auto for_each_batch = [&](auto&& visit) {
       for (int i0 = 0; i0 < owned; i0 += U) {
-        Pack<T> packs[U];
+        CachePack packs[U];
 #pragma unroll
         for (int u = 0; u < U; ++u) {
           const int i = i0 + u;
           if (i < n_cached) {
-            packs[u] = buffer[i * kBlock];
+            packs[u] = read_cache(i);
           } else {
-            packs[u] = i < owned && !is_edge(i) ? x_pack(i) : NegativeInfinityPack<T>();
+            packs[u] = widen(i < owned && !is_edge(i) ? x_pack(i) : NegativeInfinityPack<T>());
           }
         }
         visit(packs, owned - i0);
@@ -693,10 +757,10 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
       for (int e = 0; e < 2; ++e) {
         const int i = e == 0 ? head_edge : tail_edge;
         if (i < n_cached) { continue; }
-        Pack<T> packs[U];
+        CachePack packs[U];
 #pragma unroll
-        for (int u = 0; u < U; ++u) { packs[u] = NegativeInfinityPack<T>(); }
-        packs[0] = LoadPack(x_row, column(i), cols);
+        for (int u = 0; u < U; ++u) { packs[u] = widen(NegativeInfinityPack<T>()); }
+        packs[0] = widen(LoadPack(x_row, column(i), cols));
         visit(packs, 1);
       }
     };
@@ -704,9 +768,9 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
     // Pass 1: this thread's (max, sum) over its packs, by the online normalizer.
     MaxSum<C> stats{-static_cast<C>(CUDART_INF), C(0)};
     if constexpr (kOnlineNormalizer) {
-      for_each_batch([&](const Pack<T>* packs, int count) { FoldPacks<T, U>(stats, packs, count); });
+      for_each_batch([&](const CachePack* packs, int count) { FoldPacks<T, U>(stats, packs, count); });
     } else {
-      for_each_batch([&](const Pack<T>* packs, int) {
+      for_each_batch([&](const CachePack* packs, int) {
 #pragma unroll
         for (int u = 0; u < U; ++u) { stats.max = Max(stats.max, PackMax(packs[u])); }
       });
@@ -722,7 +786,7 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
       // The reference design's second pass: the sum against the row's max (folding at the
       // row's max rescales nothing).
       MaxSum<C> at_max{row_max, C(0)};
-      for_each_batch([&](const Pack<T>* packs, int count) { FoldPacks<T, U>(at_max, packs, count); });
+      for_each_batch([&](const CachePack* packs, int count) { FoldPacks<T, U>(at_max, packs, count); });
       shifted_sum = at_max.sum;
     }
     const C row_sum = BlockAllReduce(BlockReduce(reduce_storage).Sum(shifted_sum), &row_value);
@@ -733,14 +797,14 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
     // read, or through slot 0 (read in the first step, and present whenever a row has an
     // uncached part: the planner caches at least one pack per thread) for uncached packs.
     for (int i0 = 0; i0 < owned; i0 += U) {
-      Pack<T> packs[U];
+      CachePack packs[U];
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const int i = i0 + u;
         if (i < n_cached) {
-          packs[u] = buffer[i * kBlock];
+          packs[u] = read_cache(i);
         } else if (i < owned && !is_edge(i)) {
-          packs[u] = x_pack(i);
+          packs[u] = widen(x_pack(i));
         }
       }
 #pragma unroll
@@ -751,7 +815,7 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
         if (y_vector_ok && !is_edge(i)) {
           reinterpret_cast<Pack<T>*>(y_row - head)[tid + static_cast<int64_t>(i) * kBlock] = out;
         } else {
-          StoreElements(y_row, column(i), cols, out, &buffer[i < n_cached ? i * kBlock : 0]);
+          StoreElements(y_row, column(i), cols, out, slot(i < n_cached ? i : 0));
         }
       }
     }
@@ -761,8 +825,124 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
       if (i < n_cached) { continue; }
       const Pack<T> in = LoadPack(x_row, column(i), cols);
       StoreElements(y_row, column(i), cols, OutputPack<T, kAlgorithm>(in, row_max, scale),
-                    buffer);
+                    slot(0));
     }
+  }
+}
+
+// ---- Path 4: short rows tiled through shared memory -----------------------------------------
+
+// One rung of the tile ladder: kWidth lanes share a row, each holding up to kValues of its
+// elements (cols <= kWidth * kValues).
+template <int kWidth, int kValues>
+struct TileShape {
+  static constexpr int width = kWidth;
+  static constexpr int values = kValues;
+};
+
+constexpr int kTileBlockSize = 128;
+
+// The rows of a tile lie back to back in x, so the tile is one span of the tensor, and the span
+// moves as a copy kernel moves it: every 16-byte pack of it by cp.async into shared memory, and
+// back out to y as whole packs. Only the span's first and last packs, which it may share with
+// the tiles beside it, and the tensor's own first and last packs are stored element by element;
+// the tensor's ends are also loaded that way, so that no access strays outside it. Rows need
+// not start on 16-byte boundaries: between the copies, each group of kWidth lanes computes one
+// row at a time from shared memory, lane l taking columns l, l + kWidth, ... (consecutive lanes
+// read consecutive elements: no bank conflicts), and writes y over x there.
+//
+// A warp path row that does not start on a 16-byte boundary has up to 2 * (P - 1) edge columns
+// that move as scalars (see WarpSoftmaxKernel). For rows of a few packs, 100 halves say, that is
+// most of the row's accesses; here a row's alignment costs nothing. Shared memory holds the tile
+// as loaded, sized by the planner: tile_rows * cols elements and up to two packs of neighbours.
+// Positions inside a tile are int (the planner keeps a tile within shared memory).
+template <typename T, Algorithm kAlgorithm, int kWidth, int kValues>
+__global__ void __launch_bounds__(kTileBlockSize)
+    TileSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int cols,
+                      int tile_rows, bool y_vector_ok) {
+  using C = ComputeType<T>;
+  constexpr int P = PackSize<T>::value;
+  constexpr int kGroups = kTileBlockSize / kWidth;
+  const C kNegInf = -static_cast<C>(CUDART_INF);
+  extern __shared__ uint4 shared_tile[];
+  Pack<T>* const tile_packs = reinterpret_cast<Pack<T>*>(shared_tile);
+  T* const tile_elems = reinterpret_cast<T*>(shared_tile);
+  const int tid = threadIdx.x;
+  const int group = tid / kWidth;
+  const int lane_in_group = tid % kWidth;
+  const int64_t n = rows * cols;
+  // Pack k of the tensor covers x[k * P - head, ... + P), as for a row window (HeadOffset).
+  const int head = HeadOffset(x);
+  const Pack<T>* const x_packs = reinterpret_cast<const Pack<T>*>(x - head);
+  Pack<T>* const y_packs = reinterpret_cast<Pack<T>*>(y - head);  // used when y_vector_ok
+
+  for (int64_t first_row = static_cast<int64_t>(blockIdx.x) * tile_rows; first_row < rows;
+       first_row += static_cast<int64_t>(gridDim.x) * tile_rows) {
+    const int n_rows = static_cast<int>(min(static_cast<int64_t>(tile_rows), rows - first_row));
+    const int64_t begin = first_row * cols;  // the tile is x[begin, end)
+    const int64_t end = begin + static_cast<int64_t>(n_rows) * cols;
+    const int64_t first_pack = (begin + head) / P;
+    const int n_packs = static_cast<int>((end + head + P - 1) / P - first_pack);
+    const int offset = static_cast<int>(begin + head - first_pack * P);  // x[begin]'s slot
+
+    for (int s = tid; s < n_packs; s += kTileBlockSize) {
+      const int64_t e0 = (first_pack + s) * P - head;
+      if (e0 >= 0 && e0 + P <= n) {
+        __pipeline_memcpy_async(&tile_packs[s], &x_packs[first_pack + s], kPackBytes);
+      } else {
+#pragma unroll
+        for (int j = 0; j < P; ++j) {
+          const int64_t e = e0 + j;
+          tile_elems[s * P + j] = e >= 0 && e < n ? x[e] : NegativeInfinity<T>();
+        }
+      }
+    }
+    __pipeline_commit();
+    __pipeline_wait_prior(0);
+    __syncthreads();
+
+    // The loop runs alike for every group of a warp (a row past the tile computes on -inf and
+    // touches nothing), so that every lane reaches every shuffle.
+    for (int r0 = 0; r0 < n_rows; r0 += kGroups) {
+      const int r = r0 + group;
+      const int row_cols = r < n_rows ? cols : 0;
+      T* const row = tile_elems + offset + r * cols;
+      C v[kValues];
+#pragma unroll
+      for (int k = 0; k < kValues; ++k) {
+        const int c = k * kWidth + lane_in_group;
+        v[k] = c < row_cols ? ToCompute(row[c]) : kNegInf;
+      }
+      C m = v[0];
+#pragma unroll
+      for (int k = 1; k < kValues; ++k) { m = Max(m, v[k]); }
+      const C row_max = GroupAllReduce<kWidth>(m, [](C a, C b) { return Max(a, b); });
+      C sum = 0;
+#pragma unroll
+      for (int k = 0; k < kValues; ++k) { Shift<T, kAlgorithm>(v[k], row_max, sum); }
+      const ShiftedOutput<T, kAlgorithm> output(
+          GroupAllReduce<kWidth>(sum, [](C a, C b) { return a + b; }));
+#pragma unroll
+      for (int k = 0; k < kValues; ++k) {
+        const int c = k * kWidth + lane_in_group;
+        if (c < row_cols) { row[c] = FromCompute<T>(output(v[k])); }
+      }
+    }
+    __syncthreads();
+
+    for (int s = tid; s < n_packs; s += kTileBlockSize) {
+      const int64_t e0 = (first_pack + s) * P - head;
+      if (y_vector_ok && e0 >= begin && e0 + P <= end) {
+        y_packs[first_pack + s] = tile_packs[s];
+      } else {
+#pragma unroll 1
+        for (int j = 0; j < P; ++j) {
+          const int64_t e = e0 + j;
+          if (e >= begin && e < end) { y[e] = tile_elems[s * P + j]; }
+        }
+      }
+    }
+    __syncthreads();  // the next tile's copies overwrite shared memory
   }
 }
 
@@ -782,7 +962,7 @@ size_t MaxDynamicSmem(const void* kernel, const CudaDeviceInfo& info);
 // where Launch has its stream's copy.
 const CudaDeviceInfo& CurrentDeviceInfo();
 
-enum class Path { kWarp, kBlockSmem, kBlockOnline };
+enum class Path { kWarp, kBlockSmem, kBlockOnline, kTile };
 
 struct Plan;
 using LaunchFn = void (*)(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols,
@@ -797,6 +977,8 @@ struct Plan {
   int cols_per_thread = 0;
   int rows_per_access = 0;
   bool ragged = false;  // rows may have edge columns (see WarpSoftmaxKernel)
+  // Tile path (width and cols_per_thread as for the warp path).
+  int tile_rows = 0;
   // All paths.
   int block = 0;
   // Block paths.
@@ -823,7 +1005,7 @@ inline bool SameAlignment(const void* x, const void* y) {
 template <typename T, Algorithm kAlgorithm, typename Shape, bool kRagged>
 void LaunchWarp(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols, const void* x,
                 void* y) {
-  WarpSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::packs, kRagged, Shape::bytes>
+  WarpSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::packs, kRagged, Shape::bytes, Shape::rows>
       <<<plan.grid, kWarpBlockSize, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
                                                  rows, static_cast<int>(cols),
                                                  SameAlignment<Shape::bytes>(x, y));
@@ -831,13 +1013,23 @@ void LaunchWarp(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t col
 }
 
 template <typename T, Algorithm kAlgorithm, int kBlock, bool kAsyncCopy = true,
-          bool kOnlineNormalizer = true>
+          bool kOnlineNormalizer = true, typename Cache = T>
 void LaunchBlock(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols, const void* x,
                  void* y) {
-  BlockSoftmaxKernel<T, kAlgorithm, kBlock, kAsyncCopy, kOnlineNormalizer>
+  BlockSoftmaxKernel<T, kAlgorithm, kBlock, kAsyncCopy, kOnlineNormalizer, Cache>
       <<<plan.grid, kBlock, plan.smem, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
                                                  rows, cols, plan.cached_packs,
                                                  SameAlignment(x, y));
+  ONEFLITE_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T, Algorithm kAlgorithm, typename Shape>
+void LaunchTile(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols, const void* x,
+                void* y) {
+  TileSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::values>
+      <<<plan.grid, kTileBlockSize, plan.smem, stream>>>(
+          static_cast<const T*>(x), static_cast<T*>(y), rows, static_cast<int>(cols),
+          plan.tile_rows, SameAlignment(x, y));
   ONEFLITE_CUDA_CHECK_LAUNCH();
 }
 
@@ -879,6 +1071,25 @@ int64_t MaxWarpWindowPacks() {
   return most;
 }
 
+// The tile ladder, shortest rows first: up to 8 values a lane, in groups of 1 to 32 lanes, then
+// 16 and 32 values on 32 lanes.
+template <typename Fn>
+void ForEachTileShape(Fn&& fn) {
+  fn(TileShape<1, 8>{});
+  fn(TileShape<2, 8>{});
+  fn(TileShape<4, 8>{});
+  fn(TileShape<8, 8>{});
+  fn(TileShape<16, 8>{});
+  fn(TileShape<32, 8>{});
+  fn(TileShape<32, 16>{});
+  fn(TileShape<32, 32>{});
+}
+
+constexpr int64_t kMaxTileCols = 32 * 32;
+
+// Bytes of x a tile aims for: 6 packs a thread of the 128, in flight together.
+constexpr int64_t kTileBytes = 12 * 1024;
+
 // Calls fn(std::integral_constant<int, B>{}) for the block sizes of the block paths.
 template <typename T, typename Fn>
 void ForEachBlockSize(Fn&& fn) {
@@ -908,7 +1119,7 @@ inline void SetGrid(Plan& plan, int64_t tiles, const CudaDeviceInfo& info, int a
 template <typename T, Algorithm kAlgorithm, typename Shape>
 void PlanWarp(const CudaDeviceInfo& info, int64_t rows, bool ragged, Plan& plan) {
   constexpr int P = PackSize<T, Shape::bytes>::value;
-  constexpr int kRows = kWarpRows<T, Shape::packs, Shape::bytes>;
+  constexpr int kRows = kGroupRows<T, Shape::packs, Shape::bytes, Shape::rows>;
   plan.path = Path::kWarp;
   plan.pack = P;
   plan.width = Shape::width;
@@ -920,12 +1131,48 @@ void PlanWarp(const CudaDeviceInfo& info, int64_t rows, bool ragged, Plan& plan)
                        : &LaunchWarp<T, kAlgorithm, Shape, false>;
   const auto* kernel =
       ragged ? reinterpret_cast<const void*>(&WarpSoftmaxKernel<T, kAlgorithm, Shape::width,
-                                                                 Shape::packs, true, Shape::bytes>)
+                                                                 Shape::packs, true, Shape::bytes,
+                                                                 Shape::rows>)
              : reinterpret_cast<const void*>(&WarpSoftmaxKernel<T, kAlgorithm, Shape::width,
-                                                                 Shape::packs, false, Shape::bytes>);
+                                                                 Shape::packs, false, Shape::bytes,
+                                                                 Shape::rows>);
   const int64_t rows_per_block = (kWarpBlockSize / kWarpSize) * (kWarpSize / Shape::width) * kRows;
   SetGrid(plan, (rows + rows_per_block - 1) / rows_per_block, info,
           MaxActiveBlocksPerSm(kernel, info, kWarpBlockSize, 0), /*persistent=*/false);
+}
+
+// Fills `plan` for the tile path with the shortest rung that holds a row (cols <= kMaxTileCols)
+// and `tile_rows` rows a tile (0: as many as make about kTileBytes, a multiple of the groups).
+template <typename T, Algorithm kAlgorithm>
+void PlanTile(const CudaDeviceInfo& info, int64_t rows, int64_t cols, int tile_rows, Plan& plan) {
+  constexpr int P = PackSize<T>::value;
+  bool chosen = false;
+  ForEachTileShape([&](auto shape) {
+    using Shape = decltype(shape);
+    if (chosen || Shape::width * Shape::values < cols) { return; }
+    chosen = true;
+    constexpr int kGroups = kTileBlockSize / Shape::width;
+    const int64_t row_bytes = cols * static_cast<int64_t>(sizeof(T));
+    if (tile_rows <= 0) {
+      tile_rows = static_cast<int>(std::max<int64_t>(1, kTileBytes / row_bytes / kGroups) * kGroups);
+    }
+    tile_rows = static_cast<int>(std::min<int64_t>(tile_rows, rows));
+    const auto* kernel = reinterpret_cast<const void*>(
+        &TileSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::values>);
+    plan.path = Path::kTile;
+    plan.pack = P;
+    plan.width = Shape::width;
+    plan.cols_per_thread = Shape::values;
+    plan.tile_rows = tile_rows;
+    plan.block = kTileBlockSize;
+    // The tile and the parts of the packs at its ends that belong to its neighbours.
+    plan.smem = static_cast<size_t>((tile_rows * cols + 2 * P - 2) / P) * kPackBytes;
+    plan.launch = &LaunchTile<T, kAlgorithm, Shape>;
+    MaxDynamicSmem(kernel, info);  // raises the kernel's limit past 48 KiB if a tile needs it
+    SetGrid(plan, (rows + tile_rows - 1) / tile_rows, info,
+            MaxActiveBlocksPerSm(kernel, info, kTileBlockSize, plan.smem), /*persistent=*/false);
+  });
+  ONEFLITE_CHECK(chosen, RuntimeError, "softmax: no tile rung holds ", cols, " columns");
 }
 
 // For a row that only one block per SM can cache whole: two blocks of half the largest size per
