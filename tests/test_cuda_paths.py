@@ -3,8 +3,9 @@ memcheck, racecheck, initcheck and synccheck (so it keeps launches few and small
 quick check in the normal suite.
 
 Row lengths are picked to reach each rung of the warp ladder (every thread-group width, one and
-two rows per access, each packs-per-lane count) for every dtype, then the shared-memory path
-and the online path for rows past shared memory. Each shape runs from an aligned start and from
+two rows per access, each packs-per-lane count) for every dtype, then the block paths: float's
+block_registers at each of its shapes, the shared-memory path (16-bit rows at both of its block
+sizes) and the online path for rows past shared memory. Each shape runs from an aligned start and from
 one row in (off a 16-byte boundary for most lengths), for softmax and log_softmax; the last test
 checks from oneflite's own trace that every path was reached. Transposes (the permute kernel)
 and dtype= casts (the cast kernel) are covered too. Skips without a CUDA GPU.
@@ -31,11 +32,13 @@ ALL = [*FLOATS, oneflite.int32, oneflite.int64, oneflite.bool]
 OPS = {"softmax": (F.softmax, softmax_ref), "log_softmax": (F.log_softmax, log_softmax_ref)}
 
 # Row lengths reaching every warp rung of every dtype (16-byte packs: 8 halves, 4 floats, 2
-# doubles; the rung is the first whose lanes x packs cover the row), the shared-memory path
-# (double from 257, float from 2049, half and bfloat16 from 3073) and the online path (past
-# ~227 KB a row: double from ~29k, float ~58k, half ~116k).
+# doubles; the rung is the first whose lanes x packs cover the row), each shape of float's
+# block_registers (3072, 8192, 12345 and 32768 columns), the shared-memory path (double from
+# 257, float from 2049 where block_registers does not take the row, half and bfloat16 from 3073:
+# 64 threads up to 5120 columns, then 128 and more) and the online path (float past 32768
+# columns, half ~116k, double ~29k).
 COLS = [1, 2, 3, 5, 10, 14, 31, 33, 64, 65, 129, 254, 257, 506, 513, 1000, 1025, 1534, 2500,
-        4097, 12345, 65536, 100003, 262144]  # fmt: skip
+        3072, 4097, 8192, 12345, 32768, 65536, 100003, 262144]  # fmt: skip
 
 # What each aligned launch's plan said, per dtype: filled by the tests, read by the last one.
 PLANS: dict[str, set[str]] = defaultdict(set)
@@ -215,7 +218,25 @@ def test_every_kernel_path_was_reached():
         paths = {p.split(": ", 1)[1].split(":")[0] for p in plans}
         widths = {int(w) for p in plans for w in re.findall(r"thread_group_width=(\d+)", p)}
         rows_per_access = {int(r) for p in plans for r in re.findall(r"rows_per_access=(\d+)", p)}
-        for path in ("warp", "block_smem", "block_online"):
+        blocks = defaultdict(set)  # block sizes each block path was launched with
+        for p in plans:
+            path = p.split(": ", 1)[1].split(":")[0]
+            blocks[path].update(int(b) for b in re.findall(r" block=(\d+)", p))
+        if dtype == oneflite.float32:
+            expected = ("warp", "block_registers", "block_smem", "block_online")
+            shape_re = r"block_registers: .*cols_per_thread=(\d+) block=(\d+)"
+            shapes = {(int(b), int(c)) for p in plans for c, b in re.findall(shape_re, p)}
+            for shape in ((256, 16), (512, 16), (512, 32), (1024, 32)):
+                if shape not in shapes:
+                    missing.append(f"float32: block_registers block={shape[0]} "
+                                   f"cols_per_thread={shape[1]}")
+        else:
+            expected = ("warp", "block_smem", "block_online")
+        if dtype in (oneflite.float16, oneflite.bfloat16):
+            for block in (64, 128):
+                if block not in blocks["block_smem"]:
+                    missing.append(f"{dtype.name}: block_smem block={block}")
+        for path in expected:
             if path not in paths:
                 missing.append(f"{dtype.name}: {path}")
         for width in (1, 2, 4, 8, 16, 32):

@@ -15,9 +15,10 @@
 //   default     the plan PlanSoftmax makes
 //   grid=tiles       one block per tile of rows, never a persistent grid
 //   grid=persistent  always a persistent grid: the resident blocks stride over the tiles
-//   path=block  a block path even for rows the warp path takes
+//   path=block  a shared-memory block path even for rows the warp or block_registers path takes
 //   online=N    block_online with N (2 or 4) blocks per SM, each caching 1/N of shared memory
-//   block=N     block_smem with N threads a block (128, 256, 512 or 1024) where it plans block_smem
+//   block=N     block_smem with N threads a block (64, 128, 256, 512 or 1024), for any row that
+//               fits in shared memory (rows the warp path takes too)
 //   copy=registers  the block paths fill shared memory through registers, not cp.async
 //   passes=3    the block paths find the max and the sum in two passes, not one (online)
 //   pack=2      the warp path's rung with packs of 2 elements (as OneFlow's warp path loads
@@ -25,10 +26,12 @@
 //   smem=48k    planned as if shared memory stopped at the 48 KiB default (no opt-in)
 //   cache=float the block paths cache a 16-bit row widened to float (as OneFlow does), through
 //               registers, in twice the shared memory; what no longer fits is re-read
+//   path=registers  block_registers: a block per row holding it in registers (512 threads of
+//               2, 4 or 8 packs, then 1024 of 8; at most 32 values a thread)
+//   registers=BxN   block_registers with B threads of N packs (256x4, 512x2, 512x4, 512x8 or
+//               1024x8)
 //   rows=N      the warp path's rung with each group taking N (1, 2 or 4) rows at once (rungs
 //               of up to 2 packs a lane)
-//   path=tile   the tile path (rows tiled through shared memory) for rows of up to 1024 cols
-//   tile=N      the tile path with N rows a tile
 //
 // Every timed call follows an L2 flush (a read of four times the L2 size), as in the benchmark.
 //
@@ -189,10 +192,11 @@ const void* UseBlockKernel(const Options& options, const CudaDeviceInfo& info, P
 template <typename T>
 Plan VariantPlan(const Options& options, const std::string& variant, const CudaDeviceInfo& info,
                  int64_t rows, int64_t cols) {
-  const bool allow_warp = variant != "path=block";
+  const bool allow_registers = variant != "path=block" && variant.rfind("block=", 0) != 0;
   Plan plan = options.algo == Algorithm::kSoftmax
-                  ? PlanSoftmax<T, Algorithm::kSoftmax>(info, rows, cols, true, allow_warp)
-                  : PlanSoftmax<T, Algorithm::kLogSoftmax>(info, rows, cols, true, allow_warp);
+                  ? PlanSoftmax<T, Algorithm::kSoftmax>(info, rows, cols, true, allow_registers)
+                  : PlanSoftmax<T, Algorithm::kLogSoftmax>(info, rows, cols, true,
+                                                           allow_registers);
   const int64_t resident = static_cast<int64_t>(info.sm_count) * plan.active_per_sm;
   if (variant == "grid=tiles") {
     plan.persistent = false;
@@ -264,13 +268,6 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
     }
     plan = best;
     SetGrid(plan, rows, info, best_active, /*persistent=*/false);
-  } else if ((variant == "path=tile" || variant.rfind("tile=", 0) == 0) && cols <= kMaxTileCols) {
-    const int tile_rows = variant == "path=tile" ? 0 : std::stoi(variant.substr(5));
-    if (options.algo == Algorithm::kSoftmax) {
-      PlanTile<T, Algorithm::kSoftmax>(info, rows, cols, tile_rows, plan);
-    } else {
-      PlanTile<T, Algorithm::kLogSoftmax>(info, rows, cols, tile_rows, plan);
-    }
   } else if (variant.rfind("rows=", 0) == 0 && plan.path == Path::kWarp) {
     // The planned rung, with each group taking N rows at once (rungs of up to 2 packs a lane).
     const int n = std::stoi(variant.substr(5));
@@ -295,6 +292,21 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
         plan_rows(std::integral_constant<int, 4>{});
       }
     });
+  } else if (variant == "path=registers" || variant.rfind("registers=", 0) == 0) {
+    // block_registers: the default shape, or B threads of N packs each (registers=BxN).
+    int block = 0, packs = 0;
+    if (variant != "path=registers") {
+      const std::string shape = variant.substr(10);
+      block = std::stoi(shape.substr(0, shape.find('x')));
+      packs = std::stoi(shape.substr(shape.find('x') + 1));
+    }
+    Plan regs = plan;
+    const bool ok = options.algo == Algorithm::kSoftmax
+                        ? PlanBlockRegisters<T, Algorithm::kSoftmax>(info, rows, cols, true,
+                                                                      block, packs, regs)
+                        : PlanBlockRegisters<T, Algorithm::kLogSoftmax>(info, rows, cols, true,
+                                                                         block, packs, regs);
+    if (ok) { plan = regs; }
   } else if (variant.rfind("online=", 0) == 0 && plan.path != Path::kWarp) {
     // block_online with N blocks per SM, each caching 1/N of the SM's shared memory.
     const int n = std::stoi(variant.substr(7));

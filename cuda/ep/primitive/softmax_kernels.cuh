@@ -830,119 +830,65 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
   }
 }
 
-// ---- Path 4: short rows tiled through shared memory -----------------------------------------
+// ---- Path 4: a block per row, the row in registers ---------------------------------------------
 
-// One rung of the tile ladder: kWidth lanes share a row, each holding up to kValues of its
-// elements (cols <= kWidth * kValues).
-template <int kWidth, int kValues>
-struct TileShape {
-  static constexpr int width = kWidth;
-  static constexpr int values = kValues;
-};
-
-constexpr int kTileBlockSize = 128;
-
-// The rows of a tile lie back to back in x, so the tile is one span of the tensor, and the span
-// moves as a copy kernel moves it: every 16-byte pack of it by cp.async into shared memory, and
-// back out to y as whole packs. Only the span's first and last packs, which it may share with
-// the tiles beside it, and the tensor's own first and last packs are stored element by element;
-// the tensor's ends are also loaded that way, so that no access strays outside it. Rows need
-// not start on 16-byte boundaries: between the copies, each group of kWidth lanes computes one
-// row at a time from shared memory, lane l taking columns l, l + kWidth, ... (consecutive lanes
-// read consecutive elements: no bank conflicts), and writes y over x there.
-//
-// A warp path row that does not start on a 16-byte boundary has up to 2 * (P - 1) edge columns
-// that move as scalars (see WarpSoftmaxKernel). For rows of a few packs, 100 halves say, that is
-// most of the row's accesses; here a row's alignment costs nothing. Shared memory holds the tile
-// as loaded, sized by the planner: tile_rows * cols elements and up to two packs of neighbours.
-// Positions inside a tile are int (the planner keeps a tile within shared memory).
-template <typename T, Algorithm kAlgorithm, int kWidth, int kValues>
-__global__ void __launch_bounds__(kTileBlockSize)
-    TileSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int cols,
-                      int tile_rows, bool y_vector_ok) {
+// One block of kBlock threads per row, striding over rows; thread t holds window packs
+// t, t + kBlock, ... (kPacks of them) in registers, as the warp path holds a row, and the block
+// reduces through CUB as the block paths do. Each element is loaded once, exp-ed once and stored
+// once, with no shared-memory copy of the row. Whole packs move as vectors; the window's first
+// and last packs, where they stick out of the row, are loaded by LoadPack element by element and
+// stored element by element. cols <= kBlock * kPacks * P, so in-row positions are int.
+template <typename T, Algorithm kAlgorithm, int kBlock, int kPacks>
+__global__ void __launch_bounds__(kBlock)
+    BlockRegisterSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows,
+                               int cols, bool y_vector_ok) {
   using C = ComputeType<T>;
   constexpr int P = PackSize<T>::value;
-  constexpr int kGroups = kTileBlockSize / kWidth;
-  const C kNegInf = -static_cast<C>(CUDART_INF);
-  extern __shared__ uint4 shared_tile[];
-  Pack<T>* const tile_packs = reinterpret_cast<Pack<T>*>(shared_tile);
-  T* const tile_elems = reinterpret_cast<T*>(shared_tile);
+  using BlockReduce = cub::BlockReduce<C, kBlock>;
+  __shared__ typename BlockReduce::TempStorage reduce_storage;
+  __shared__ C row_value;
   const int tid = threadIdx.x;
-  const int group = tid / kWidth;
-  const int lane_in_group = tid % kWidth;
-  const int64_t n = rows * cols;
-  // Pack k of the tensor covers x[k * P - head, ... + P), as for a row window (HeadOffset).
-  const int head = HeadOffset(x);
-  const Pack<T>* const x_packs = reinterpret_cast<const Pack<T>*>(x - head);
-  Pack<T>* const y_packs = reinterpret_cast<Pack<T>*>(y - head);  // used when y_vector_ok
-
-  for (int64_t first_row = static_cast<int64_t>(blockIdx.x) * tile_rows; first_row < rows;
-       first_row += static_cast<int64_t>(gridDim.x) * tile_rows) {
-    const int n_rows = static_cast<int>(min(static_cast<int64_t>(tile_rows), rows - first_row));
-    const int64_t begin = first_row * cols;  // the tile is x[begin, end)
-    const int64_t end = begin + static_cast<int64_t>(n_rows) * cols;
-    const int64_t first_pack = (begin + head) / P;
-    const int n_packs = static_cast<int>((end + head + P - 1) / P - first_pack);
-    const int offset = static_cast<int>(begin + head - first_pack * P);  // x[begin]'s slot
-
-    for (int s = tid; s < n_packs; s += kTileBlockSize) {
-      const int64_t e0 = (first_pack + s) * P - head;
-      if (e0 >= 0 && e0 + P <= n) {
-        __pipeline_memcpy_async(&tile_packs[s], &x_packs[first_pack + s], kPackBytes);
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const T* x_row = x + row * cols;
+    T* y_row = y + row * cols;
+    const int head = HeadOffset(x_row);
+    const int window = (head + cols + P - 1) / P;
+    C v[kPacks * P];
+#pragma unroll
+    for (int n = 0; n < kPacks; ++n) {
+      const int k = tid + n * kBlock;
+      const Pack<T> pack = k < window ? LoadPack(x_row, k * P - head, cols)
+                                      : NegativeInfinityPack<T>();
+#pragma unroll
+      for (int j = 0; j < P; ++j) { v[n * P + j] = ToCompute(pack.elem[j]); }
+    }
+    C m = v[0];
+#pragma unroll
+    for (int i = 1; i < kPacks * P; ++i) { m = Max(m, v[i]); }
+    const C row_max =
+        BlockAllReduce(BlockReduce(reduce_storage).Reduce(m, MaxOp<C>()), &row_value);
+    C sum = 0;
+#pragma unroll
+    for (int i = 0; i < kPacks * P; ++i) { Shift<T, kAlgorithm>(v[i], row_max, sum); }
+    const ShiftedOutput<T, kAlgorithm> output(
+        BlockAllReduce(BlockReduce(reduce_storage).Sum(sum), &row_value));
+#pragma unroll
+    for (int n = 0; n < kPacks; ++n) {
+      const int k = tid + n * kBlock;
+      const int c0 = k * P - head;
+      if (k >= window) { continue; }
+      C out[P];
+#pragma unroll
+      for (int j = 0; j < P; ++j) { out[j] = output(v[n * P + j]); }
+      if (y_vector_ok && c0 >= 0 && c0 + P <= cols) {
+        *reinterpret_cast<Pack<T>*>(y_row + c0) = MakePack<T>(out);
       } else {
 #pragma unroll
         for (int j = 0; j < P; ++j) {
-          const int64_t e = e0 + j;
-          tile_elems[s * P + j] = e >= 0 && e < n ? x[e] : NegativeInfinity<T>();
+          if (c0 + j >= 0 && c0 + j < cols) { y_row[c0 + j] = FromCompute<T>(out[j]); }
         }
       }
     }
-    __pipeline_commit();
-    __pipeline_wait_prior(0);
-    __syncthreads();
-
-    // The loop runs alike for every group of a warp (a row past the tile computes on -inf and
-    // touches nothing), so that every lane reaches every shuffle.
-    for (int r0 = 0; r0 < n_rows; r0 += kGroups) {
-      const int r = r0 + group;
-      const int row_cols = r < n_rows ? cols : 0;
-      T* const row = tile_elems + offset + r * cols;
-      C v[kValues];
-#pragma unroll
-      for (int k = 0; k < kValues; ++k) {
-        const int c = k * kWidth + lane_in_group;
-        v[k] = c < row_cols ? ToCompute(row[c]) : kNegInf;
-      }
-      C m = v[0];
-#pragma unroll
-      for (int k = 1; k < kValues; ++k) { m = Max(m, v[k]); }
-      const C row_max = GroupAllReduce<kWidth>(m, [](C a, C b) { return Max(a, b); });
-      C sum = 0;
-#pragma unroll
-      for (int k = 0; k < kValues; ++k) { Shift<T, kAlgorithm>(v[k], row_max, sum); }
-      const ShiftedOutput<T, kAlgorithm> output(
-          GroupAllReduce<kWidth>(sum, [](C a, C b) { return a + b; }));
-#pragma unroll
-      for (int k = 0; k < kValues; ++k) {
-        const int c = k * kWidth + lane_in_group;
-        if (c < row_cols) { row[c] = FromCompute<T>(output(v[k])); }
-      }
-    }
-    __syncthreads();
-
-    for (int s = tid; s < n_packs; s += kTileBlockSize) {
-      const int64_t e0 = (first_pack + s) * P - head;
-      if (y_vector_ok && e0 >= begin && e0 + P <= end) {
-        y_packs[first_pack + s] = tile_packs[s];
-      } else {
-#pragma unroll 1
-        for (int j = 0; j < P; ++j) {
-          const int64_t e = e0 + j;
-          if (e >= begin && e < end) { y[e] = tile_elems[s * P + j]; }
-        }
-      }
-    }
-    __syncthreads();  // the next tile's copies overwrite shared memory
   }
 }
 
@@ -962,7 +908,7 @@ size_t MaxDynamicSmem(const void* kernel, const CudaDeviceInfo& info);
 // where Launch has its stream's copy.
 const CudaDeviceInfo& CurrentDeviceInfo();
 
-enum class Path { kWarp, kBlockSmem, kBlockOnline, kTile };
+enum class Path { kWarp, kBlockSmem, kBlockOnline, kBlockRegisters };
 
 struct Plan;
 using LaunchFn = void (*)(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols,
@@ -977,8 +923,6 @@ struct Plan {
   int cols_per_thread = 0;
   int rows_per_access = 0;
   bool ragged = false;  // rows may have edge columns (see WarpSoftmaxKernel)
-  // Tile path (width and cols_per_thread as for the warp path).
-  int tile_rows = 0;
   // All paths.
   int block = 0;
   // Block paths.
@@ -1023,13 +967,12 @@ void LaunchBlock(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t co
   ONEFLITE_CUDA_CHECK_LAUNCH();
 }
 
-template <typename T, Algorithm kAlgorithm, typename Shape>
-void LaunchTile(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols, const void* x,
-                void* y) {
-  TileSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::values>
-      <<<plan.grid, kTileBlockSize, plan.smem, stream>>>(
-          static_cast<const T*>(x), static_cast<T*>(y), rows, static_cast<int>(cols),
-          plan.tile_rows, SameAlignment(x, y));
+template <typename T, Algorithm kAlgorithm, int kBlock, int kPacks>
+void LaunchBlockRegisters(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols,
+                          const void* x, void* y) {
+  BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks>
+      <<<plan.grid, kBlock, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), rows,
+                                         static_cast<int>(cols), SameAlignment(x, y));
   ONEFLITE_CUDA_CHECK_LAUNCH();
 }
 
@@ -1070,25 +1013,6 @@ int64_t MaxWarpWindowPacks() {
   });
   return most;
 }
-
-// The tile ladder, shortest rows first: up to 8 values a lane, in groups of 1 to 32 lanes, then
-// 16 and 32 values on 32 lanes.
-template <typename Fn>
-void ForEachTileShape(Fn&& fn) {
-  fn(TileShape<1, 8>{});
-  fn(TileShape<2, 8>{});
-  fn(TileShape<4, 8>{});
-  fn(TileShape<8, 8>{});
-  fn(TileShape<16, 8>{});
-  fn(TileShape<32, 8>{});
-  fn(TileShape<32, 16>{});
-  fn(TileShape<32, 32>{});
-}
-
-constexpr int64_t kMaxTileCols = 32 * 32;
-
-// Bytes of x a tile aims for: 6 packs a thread of the 128, in flight together.
-constexpr int64_t kTileBytes = 12 * 1024;
 
 // Calls fn(std::integral_constant<int, B>{}) for the block sizes of the block paths.
 template <typename T, typename Fn>
@@ -1141,39 +1065,63 @@ void PlanWarp(const CudaDeviceInfo& info, int64_t rows, bool ragged, Plan& plan)
           MaxActiveBlocksPerSm(kernel, info, kWarpBlockSize, 0), /*persistent=*/false);
 }
 
-// Fills `plan` for the tile path with the shortest rung that holds a row (cols <= kMaxTileCols)
-// and `tile_rows` rows a tile (0: as many as make about kTileBytes, a multiple of the groups).
+// Fills `plan` for block_registers with `block` threads of `packs` packs each, or (block = 0)
+// with the first of the shapes below that holds the row, if the row fills at least three
+// quarters of it. False when the shape does not hold the row, or a thread would hold more than
+// 32 values (1024 threads have 64 registers each).
+//
+// The shapes, measured on an H200 against block_smem (tools/softmax_lab.cu, registers=BxN;
+// float, fractions of copy): 256 x 4 packs at 3072 cols 0.983 (0.978), 512 x 4 at 8192 0.977
+// (0.956), 512 x 8 at 12345 0.979 (0.918) and at 16384 0.975 (0.972), 1024 x 8 at 32768
+// 0.961 (block_online: 0.926). Rows that fill less of a shape measured slower than block_smem:
+// 5000 cols on 512 x 4 0.928 (0.967), 20000 on 1024 x 8 0.798 (0.968); so did 8 values a
+// thread on 512 threads at 3072 cols (0.906).
 template <typename T, Algorithm kAlgorithm>
-void PlanTile(const CudaDeviceInfo& info, int64_t rows, int64_t cols, int tile_rows, Plan& plan) {
+bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_aligned,
+                        int block, int packs, Plan& plan) {
   constexpr int P = PackSize<T>::value;
-  bool chosen = false;
-  ForEachTileShape([&](auto shape) {
-    using Shape = decltype(shape);
-    if (chosen || Shape::width * Shape::values < cols) { return; }
-    chosen = true;
-    constexpr int kGroups = kTileBlockSize / Shape::width;
-    const int64_t row_bytes = cols * static_cast<int64_t>(sizeof(T));
-    if (tile_rows <= 0) {
-      tile_rows = static_cast<int>(std::max<int64_t>(1, kTileBytes / row_bytes / kGroups) * kGroups);
+  const int64_t window = MaxWindowPacks<T>(cols, x_aligned);
+  if (block == 0) {
+    constexpr int kShapes[][2] = {{256, 4}, {512, 4}, {512, 8}, {1024, 8}};
+    for (const auto& shape : kShapes) {
+      if (int64_t{shape[0]} * shape[1] >= window) {
+        block = shape[0];
+        packs = shape[1];
+        break;
+      }
     }
-    tile_rows = static_cast<int>(std::min<int64_t>(tile_rows, rows));
-    const auto* kernel = reinterpret_cast<const void*>(
-        &TileSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::values>);
-    plan.path = Path::kTile;
-    plan.pack = P;
-    plan.width = Shape::width;
-    plan.cols_per_thread = Shape::values;
-    plan.tile_rows = tile_rows;
-    plan.block = kTileBlockSize;
-    // The tile and the parts of the packs at its ends that belong to its neighbours.
-    plan.smem = static_cast<size_t>((tile_rows * cols + 2 * P - 2) / P) * kPackBytes;
-    plan.launch = &LaunchTile<T, kAlgorithm, Shape>;
-    MaxDynamicSmem(kernel, info);  // raises the kernel's limit past 48 KiB if a tile needs it
-    SetGrid(plan, (rows + tile_rows - 1) / tile_rows, info,
-            MaxActiveBlocksPerSm(kernel, info, kTileBlockSize, plan.smem), /*persistent=*/false);
-  });
-  ONEFLITE_CHECK(chosen, RuntimeError, "softmax: no tile rung holds ", cols, " columns");
+    if (block == 0 || 4 * window < 3 * int64_t{block} * packs) { return false; }
+  }
+  bool chosen = false;
+  auto consider = [&](auto block_tag, auto packs_tag) {
+    constexpr int kBlock = decltype(block_tag)::value;
+    constexpr int kPacks = decltype(packs_tag)::value;
+    if constexpr (kPacks * P <= 32 && !std::is_same_v<T, double>) {
+      if (kBlock != block || kPacks != packs || int64_t{kBlock} * kPacks < window) { return; }
+      chosen = true;
+      const auto* kernel = reinterpret_cast<const void*>(
+          &BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks>);
+      plan.path = Path::kBlockRegisters;
+      plan.pack = P;
+      plan.block = kBlock;
+      plan.cols_per_thread = kPacks * P;
+      plan.smem = 0;
+      plan.launch = &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks>;
+      SetGrid(plan, rows, info, MaxActiveBlocksPerSm(kernel, info, kBlock, 0),
+              /*persistent=*/false);
+    }
+  };
+  // The shapes above, and 512 x 2 for the lab's comparison.
+  consider(std::integral_constant<int, 256>{}, std::integral_constant<int, 4>{});
+  consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 2>{});
+  consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 4>{});
+  consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 8>{});
+  consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 8>{});
+  return chosen;
 }
+
+// The longest 16-bit row, in packs, that block_smem gives 64 threads rather than 128.
+constexpr int64_t kSmallBlockPacks = 640;
 
 // For a row that only one block per SM can cache whole: two blocks of half the largest size per
 // SM instead, each caching what half of the SM's shared memory holds and reading the rest of the
@@ -1206,17 +1154,18 @@ bool PlanTwoPerSm(const CudaDeviceInfo& info, int64_t rows, int64_t window, Plan
 }
 
 // The one decision function. `x_aligned`: x starts on a 16-byte boundary (Describe, which has
-// no pointers, assumes it does). `allow_warp` = false plans a block path for any row (for
-// tools/softmax_lab.cu, which compares the paths).
+// no pointers, assumes it does). `allow_registers` = false plans a shared-memory block path for
+// any row, never the paths that hold a row in registers (for tools/softmax_lab.cu, which
+// compares the paths).
 template <typename T, Algorithm kAlgorithm>
 Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_aligned,
-                 bool allow_warp = true) {
+                 bool allow_registers = true) {
   constexpr int P = PackSize<T>::value;
   const int64_t window = MaxWindowPacks<T>(cols, x_aligned);
   Plan plan;
   plan.pack = P;
 
-  if (allow_warp && window <= MaxWarpWindowPacks<T>()) {
+  if (allow_registers && window <= MaxWarpWindowPacks<T>()) {
     bool chosen = false;
     ForEachWarpShape([&](auto shape) {
       using Shape = decltype(shape);
@@ -1227,6 +1176,16 @@ Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_
       }
     });
     return plan;
+  }
+
+  // float rows up to 32768 columns that fill a block_registers shape well (see
+  // PlanBlockRegisters): a block holds the row in registers. The 16-bit types measured slower
+  // there than on block_smem at every row tried (half 4096: 0.81-0.83x copy against 0.89x).
+  if constexpr (std::is_same_v<T, float>) {
+    if (allow_registers &&
+        PlanBlockRegisters<T, kAlgorithm>(info, rows, cols, x_aligned, 0, 0, plan)) {
+      return plan;
+    }
   }
 
   // A block per row with the whole row cached; while one block waits on its copies, the SM's
@@ -1260,6 +1219,16 @@ Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_
     plan.smem = row_smem;
     plan.launch = &LaunchBlock<T, kAlgorithm, kBlock>;
   };
+  if constexpr (kIs16Bit<T>) {
+    // 16-bit rows of up to kSmallBlockPacks packs on 64 threads (32 blocks an SM can hold twice
+    // the rows in flight): measured on an H200 at 4096 cols half 0.89 -> 0.96x copy, bfloat16
+    // 0.83 -> 0.96x; 5000 cols 0.91 -> 0.94x and 0.84 -> 0.94x. At 6144 cols (768 packs) half
+    // measured 0.97x at 128 threads and 0.955x at 64.
+    if (window <= kSmallBlockPacks) {
+      consider(std::integral_constant<int, 64>{});
+      settled = best_active > 0;
+    }
+  }
   ForEachBlockSize<T>(consider);
   if (best_active == 1 && PlanTwoPerSm<T, kAlgorithm>(info, rows, window, plan)) { return plan; }
   if (best_active > 0) {

@@ -85,10 +85,9 @@ std::string ToString(const Plan& plan) {
       out << "block_online: pack=" << plan.pack << " block=" << plan.block << " smem=" << plan.smem
           << " cached_cols=" << static_cast<int64_t>(plan.cached_packs) * plan.pack;
       break;
-    case Path::kTile:
-      out << "tile: pack=" << plan.pack << " cols_per_thread=" << plan.cols_per_thread
-          << " thread_group_width=" << plan.width << " tile_rows=" << plan.tile_rows
-          << " block=" << plan.block << " smem=" << plan.smem;
+    case Path::kBlockRegisters:
+      out << "block_registers: pack=" << plan.pack << " cols_per_thread=" << plan.cols_per_thread
+          << " block=" << plan.block;
       break;
   }
   out << " grid=" << plan.grid << (plan.persistent ? " (persistent)" : "");
