@@ -27,7 +27,7 @@ from typing import Any
 
 DEST = Path(__file__).resolve().parent.parent / "_static" / "bench"
 NO_GPU = "No GPU results recorded yet."
-PATHS = ("warp", "block_smem", "block_online")
+PATHS = ("warp", "block_registers", "block_smem", "block_online")
 
 # departures.md is not among these: it quotes tools/softmax_lab.sh's ablations (lab_h200.txt
 # beside it), which this script neither runs nor reads, so `reset` leaves it alone.
@@ -183,8 +183,8 @@ def record_bench(folder: Path, dest: Path) -> None:
                     "torch GB/s", "plan"], table_rows))
 
 
-PLAN_COLS = [1, 2, 3, 8, 32, 33, 100, 512, 1000, 1024, 1025, 2048, 2049, 4096, 8192, 12345,
-             16384, 32768, 65536, 131072, 262144]
+PLAN_COLS = [1, 2, 3, 8, 32, 33, 100, 512, 1000, 1024, 1025, 2048, 2049, 3072, 4096, 5000, 8192,
+             12345, 16384, 32768, 65536, 131072, 262144]
 
 
 def record_cuda(dest: Path, rows: int, device: str = "cuda") -> None:
