@@ -422,7 +422,7 @@ def block_online() -> Svg:
 # ---- Choosing a path -------------------------------------------------------------------------
 
 def dispatch() -> Svg:
-    svg = Svg(760, 446, "How PlanSoftmax chooses a path")
+    svg = Svg(760, 528, "How PlanSoftmax chooses a path")
     def box(x: float, y: float, w: float, h: float, lines: list[str], colors: tuple[str, str],
             bold_first: bool = True) -> None:
         svg.rect(x, y, w, h, fill=colors[0], stroke=colors[1], rx=6, width=1.5)
@@ -441,29 +441,37 @@ def dispatch() -> Svg:
     box(600, 80, 150, 68, ["warp", "first rung that fits", "edge code if ragged"], PRIM)
     svg.line(380, 138, 380, 170, arrow=True)
     svg.text(390, 158, "no", size=12, fill=PAD[1], weight="bold")
-    box(120, 172, 400, 66, ["for each block size from 128 up:",
+    box(220, 172, 320, 48, ["float, and the row fills 3/4 of a",
+                            "block_registers shape (≤ 32768 cols)?"],
+        ("#ffffff", INK), bold_first=False)
+    svg.line(540, 196, 598, 196, arrow=True)
+    svg.text(568, 190, "yes", size=12, anchor="middle", fill=CXX[1], weight="bold")
+    box(600, 162, 150, 68, ["block_registers", "a block holds the row", "in registers"], PRIM)
+    svg.line(380, 220, 380, 252, arrow=True)
+    svg.text(390, 240, "no", size=12, fill=PAD[1], weight="bold")
+    box(120, 254, 400, 66, ["16-bit, ≤ 640 packs: 64 threads. Else from 128 up:",
                             "row fits the opt-in shared memory? ask the occupancy API",
                             "128 threads if 4+ fit, else the most resident threads"],
         ("#ffffff", INK), bold_first=False)
-    svg.line(520, 205, 598, 205, arrow=True)
-    svg.text(559, 198, "2+ per SM", size=11.5, anchor="middle", fill=CXX[1], weight="bold")
-    box(600, 178, 150, 56, ["block_smem", "row cached whole"], SMEM)
-    svg.line(230, 238, 230, 290, arrow=True)
-    svg.text(240, 262, "none fits", size=12, fill=PAD[1], weight="bold")
-    box(20, 292, 300, 68, ["block_online", "the largest block, one per SM:",
+    svg.line(520, 287, 598, 287, arrow=True)
+    svg.text(559, 280, "2+ per SM", size=11.5, anchor="middle", fill=CXX[1], weight="bold")
+    box(600, 260, 150, 56, ["block_smem", "row cached whole"], SMEM)
+    svg.line(230, 320, 230, 372, arrow=True)
+    svg.text(240, 344, "none fits", size=12, fill=PAD[1], weight="bold")
+    box(20, 374, 300, 68, ["block_online", "the largest block, one per SM:",
                            "cache what fits, read the rest twice"], GLOBAL)
-    svg.line(440, 238, 440, 290, arrow=True)
-    svg.text(450, 262, "only 1 per SM", size=12, fill=PAD[1], weight="bold")
-    box(334, 292, 250, 68, ["two per SM, if two fit:", "half the largest size, each caching",
+    svg.line(440, 320, 440, 372, arrow=True)
+    svg.text(450, 344, "only 1 per SM", size=12, fill=PAD[1], weight="bold")
+    box(334, 374, 250, 68, ["two per SM, if two fit:", "half the largest size, each caching",
                             "half the SM's shared memory"], ("#ffffff", INK), bold_first=False)
-    svg.line(584, 326, 598, 326, arrow=True)
-    box(600, 298, 150, 56, ["block_online", "rest read twice"], GLOBAL)
+    svg.line(584, 408, 598, 408, arrow=True)
+    box(600, 380, 150, 56, ["block_online", "rest read twice"], GLOBAL)
     notes = ["Every path launches one block per tile of rows, up to 2^31 \u2212 1 blocks; the "
              "kernels stride over any rest.",
              "Launch and Describe call the same PlanSoftmax, so the trace shows exactly what "
              "ran."]
     for k, note in enumerate(notes):
-        svg.text(20, 396 + 20 * k, note, size=12.5, fill=MUTED)
+        svg.text(20, 478 + 20 * k, note, size=12.5, fill=MUTED)
     return svg
 
 

@@ -1065,6 +1065,39 @@ void PlanWarp(const CudaDeviceInfo& info, int64_t rows, bool ragged, Plan& plan)
           MaxActiveBlocksPerSm(kernel, info, kWarpBlockSize, 0), /*persistent=*/false);
 }
 
+// For a row that only one block per SM can cache whole: two blocks of half the largest size per
+// SM instead, each caching what half of the SM's shared memory holds and reading the rest of the
+// row twice (block_online; the second read mostly hits L2). With one block, nothing on the SM
+// overlaps a row's copy with the arithmetic on it; with two, each block's copy overlaps the
+// other's arithmetic. Measured on an H200 (tools/softmax_lab.cu): float 32768 cols 0.82 ->
+// 0.93x copy, half and bfloat16 65536 0.71-0.72 -> 0.76-0.78x. False when two do not fit.
+template <typename T, Algorithm kAlgorithm>
+bool PlanTwoPerSm(const CudaDeviceInfo& info, int64_t rows, int64_t window, Plan& plan) {
+  constexpr int kBlock = kMaxBlockSize<T> / 2;
+  const auto* kernel = reinterpret_cast<const void*>(&BlockSoftmaxKernel<T, kAlgorithm, kBlock>);
+  // Half the SM's shared memory, less the 1 KiB the runtime reserves per block and a margin for
+  // the kernel's static shared memory (CUB's reduction storage).
+  const size_t half = static_cast<size_t>(info.max_shared_memory_per_sm) / 2;
+  if (half < 4096) { return false; }
+  const size_t smem = std::min<size_t>((half - 2048) / kPackBytes * kPackBytes,
+                                       MaxDynamicSmem(kernel, info));
+  const int64_t cached = std::min<int64_t>(window, static_cast<int64_t>(smem / kPackBytes));
+  if (cached < kBlock) { return false; }  // block_online stages stores in each thread's slot
+  const size_t used = static_cast<size_t>(cached) * kPackBytes;
+  const int active = MaxActiveBlocksPerSm(kernel, info, kBlock, used);
+  if (active < 2) { return false; }
+  plan.path = cached == window ? Path::kBlockSmem : Path::kBlockOnline;
+  plan.block = kBlock;
+  plan.cached_packs = static_cast<int>(cached);
+  plan.smem = used;
+  plan.launch = &LaunchBlock<T, kAlgorithm, kBlock>;
+  SetGrid(plan, rows, info, active, /*persistent=*/false);
+  return true;
+}
+
+// The longest 16-bit row, in packs, that block_smem gives 64 threads rather than 128.
+constexpr int64_t kSmallBlockPacks = 640;
+
 // Fills `plan` for block_registers with `block` threads of `packs` packs each, or (block = 0)
 // with the first of the shapes below that holds the row, if the row fills at least three
 // quarters of it. False when the shape does not hold the row, or a thread would hold more than
@@ -1118,39 +1151,6 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
   consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 8>{});
   consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 8>{});
   return chosen;
-}
-
-// The longest 16-bit row, in packs, that block_smem gives 64 threads rather than 128.
-constexpr int64_t kSmallBlockPacks = 640;
-
-// For a row that only one block per SM can cache whole: two blocks of half the largest size per
-// SM instead, each caching what half of the SM's shared memory holds and reading the rest of the
-// row twice (block_online; the second read mostly hits L2). With one block, nothing on the SM
-// overlaps a row's copy with the arithmetic on it; with two, each block's copy overlaps the
-// other's arithmetic. Measured on an H200 (tools/softmax_lab.cu): float 32768 cols 0.82 ->
-// 0.93x copy, half and bfloat16 65536 0.71-0.72 -> 0.76-0.78x. False when two do not fit.
-template <typename T, Algorithm kAlgorithm>
-bool PlanTwoPerSm(const CudaDeviceInfo& info, int64_t rows, int64_t window, Plan& plan) {
-  constexpr int kBlock = kMaxBlockSize<T> / 2;
-  const auto* kernel = reinterpret_cast<const void*>(&BlockSoftmaxKernel<T, kAlgorithm, kBlock>);
-  // Half the SM's shared memory, less the 1 KiB the runtime reserves per block and a margin for
-  // the kernel's static shared memory (CUB's reduction storage).
-  const size_t half = static_cast<size_t>(info.max_shared_memory_per_sm) / 2;
-  if (half < 4096) { return false; }
-  const size_t smem = std::min<size_t>((half - 2048) / kPackBytes * kPackBytes,
-                                       MaxDynamicSmem(kernel, info));
-  const int64_t cached = std::min<int64_t>(window, static_cast<int64_t>(smem / kPackBytes));
-  if (cached < kBlock) { return false; }  // block_online stages stores in each thread's slot
-  const size_t used = static_cast<size_t>(cached) * kPackBytes;
-  const int active = MaxActiveBlocksPerSm(kernel, info, kBlock, used);
-  if (active < 2) { return false; }
-  plan.path = cached == window ? Path::kBlockSmem : Path::kBlockOnline;
-  plan.block = kBlock;
-  plan.cached_packs = static_cast<int>(cached);
-  plan.smem = used;
-  plan.launch = &LaunchBlock<T, kAlgorithm, kBlock>;
-  SetGrid(plan, rows, info, active, /*persistent=*/false);
-  return true;
 }
 
 // The one decision function. `x_aligned`: x starts on a 16-byte boundary (Describe, which has
