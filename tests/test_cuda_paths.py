@@ -33,10 +33,10 @@ OPS = {"softmax": (F.softmax, softmax_ref), "log_softmax": (F.log_softmax, log_s
 
 # Row lengths reaching every warp rung of every dtype (16-byte packs: 8 halves, 4 floats, 2
 # doubles; the rung is the first whose lanes x packs cover the row), each shape of float's
-# block_registers (3072, 8192, 12345 and 32768 columns), the shared-memory path (double from
-# 257, float from 2049 where block_registers does not take the row, half and bfloat16 from 3073:
-# 64 threads up to 5120 columns, then 128 and more) and the online path (float past 32768
-# columns, half ~116k, double ~29k).
+# block_registers (1000, 1534, 3072, 8192, 12345 and 32768 columns), the shared-memory path
+# (double from 257, float from 2049 where block_registers does not take the row, half and
+# bfloat16 from 3073: 64 threads up to 5120 columns, then 128 and more) and the online path
+# (float past 32768 columns, half ~116k, double ~29k).
 COLS = [1, 2, 3, 5, 10, 14, 31, 33, 64, 65, 129, 254, 257, 506, 513, 1000, 1025, 1534, 2500,
         3072, 4097, 8192, 12345, 32768, 65536, 100003, 262144]  # fmt: skip
 
@@ -226,7 +226,7 @@ def test_every_kernel_path_was_reached():
             expected = ("warp", "block_registers", "block_smem", "block_online")
             shape_re = r"block_registers: .*cols_per_thread=(\d+) block=(\d+)"
             shapes = {(int(b), int(c)) for p in plans for c, b in re.findall(shape_re, p)}
-            for shape in ((256, 16), (512, 16), (512, 32), (1024, 32)):
+            for shape in ((128, 8), (128, 16), (256, 16), (512, 16), (512, 32), (1024, 32)):
                 if shape not in shapes:
                     missing.append(f"float32: block_registers block={shape[0]} "
                                    f"cols_per_thread={shape[1]}")

@@ -1103,19 +1103,21 @@ constexpr int64_t kSmallBlockPacks = 640;
 // quarters of it. False when the shape does not hold the row, or a thread would hold more than
 // 32 values (1024 threads have 64 registers each).
 //
-// The shapes, measured on an H200 against block_smem (tools/softmax_lab.cu, registers=BxN;
-// float, fractions of copy): 256 x 4 packs at 3072 cols 0.983 (0.978), 512 x 4 at 8192 0.977
-// (0.956), 512 x 8 at 12345 0.979 (0.918) and at 16384 0.975 (0.972), 1024 x 8 at 32768
-// 0.961 (block_online: 0.926). Rows that fill less of a shape measured slower than block_smem:
-// 5000 cols on 512 x 4 0.928 (0.967), 20000 on 1024 x 8 0.798 (0.968); so did 8 values a
-// thread on 512 threads at 3072 cols (0.906).
+// The shapes, measured on an H200 against the path that had the row before (tools/softmax_lab.cu,
+// registers=BxN; float, fractions of copy): 128 x 2 packs at 768 cols 1.001 (warp 0.985) and at
+// 1024 0.997 (0.982); 128 x 4 at 1536 0.988 (0.976; log_softmax 0.998 against 0.943) and at
+// 2048 level (0.980); 256 x 4 at 3072 0.983 (block_smem 0.978), 512 x 4 at 8192 0.977 (0.956),
+// 512 x 8 at 12345 0.979 (0.918) and at 16384 0.975 (0.972), 1024 x 8 at 32768 0.961
+// (block_online 0.926). Rows that fill less of a shape measured slower: 512 cols on 128 x 2
+// 0.816 (warp 0.981), 5000 on 512 x 4 0.928 (block_smem 0.967), 20000 on 1024 x 8 0.798
+// (0.968); so did 8 values a thread on 256 or 512 threads (3072 cols on 512 x 2: 0.906).
 template <typename T, Algorithm kAlgorithm>
 bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_aligned,
                         int block, int packs, Plan& plan) {
   constexpr int P = PackSize<T>::value;
   const int64_t window = MaxWindowPacks<T>(cols, x_aligned);
   if (block == 0) {
-    constexpr int kShapes[][2] = {{256, 4}, {512, 4}, {512, 8}, {1024, 8}};
+    constexpr int kShapes[][2] = {{128, 2}, {128, 4}, {256, 4}, {512, 4}, {512, 8}, {1024, 8}};
     for (const auto& shape : kShapes) {
       if (int64_t{shape[0]} * shape[1] >= window) {
         block = shape[0];
@@ -1144,7 +1146,10 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
               /*persistent=*/false);
     }
   };
-  // The shapes above, and 512 x 2 for the lab's comparison.
+  // The shapes above, and others for the lab's comparison.
+  consider(std::integral_constant<int, 128>{}, std::integral_constant<int, 2>{});
+  consider(std::integral_constant<int, 128>{}, std::integral_constant<int, 4>{});
+  consider(std::integral_constant<int, 256>{}, std::integral_constant<int, 2>{});
   consider(std::integral_constant<int, 256>{}, std::integral_constant<int, 4>{});
   consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 2>{});
   consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 4>{});
@@ -1165,6 +1170,17 @@ Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_
   Plan plan;
   plan.pack = P;
 
+  // float rows of 768 to 32768 columns that fill a block_registers shape well (see
+  // PlanBlockRegisters): a block holds the row in registers, ahead of the warp path from 768
+  // columns. The 16-bit types measured slower there than on their current paths at every row
+  // tried (half 4096: 0.81-0.83x copy against 0.89x on block_smem).
+  if constexpr (std::is_same_v<T, float>) {
+    if (allow_registers &&
+        PlanBlockRegisters<T, kAlgorithm>(info, rows, cols, x_aligned, 0, 0, plan)) {
+      return plan;
+    }
+  }
+
   if (allow_registers && window <= MaxWarpWindowPacks<T>()) {
     bool chosen = false;
     ForEachWarpShape([&](auto shape) {
@@ -1176,16 +1192,6 @@ Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_
       }
     });
     return plan;
-  }
-
-  // float rows up to 32768 columns that fill a block_registers shape well (see
-  // PlanBlockRegisters): a block holds the row in registers. The 16-bit types measured slower
-  // there than on block_smem at every row tried (half 4096: 0.81-0.83x copy against 0.89x).
-  if constexpr (std::is_same_v<T, float>) {
-    if (allow_registers &&
-        PlanBlockRegisters<T, kAlgorithm>(info, rows, cols, x_aligned, 0, 0, plan)) {
-      return plan;
-    }
   }
 
   // A block per row with the whole row cached; while one block waits on its copies, the SM's
