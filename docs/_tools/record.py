@@ -55,7 +55,11 @@ def _measured_on(env: dict[str, Any], device: str) -> str:
         f"{env.get('oneflite_cpu_threads', '?')} threads)"
     versions = ", ".join(f"{k} {env[k]}" for k in ("oneflite", "torch", "triton", "numpy")
                          if k in env)
-    return f"Measured on {where}, {env.get('date', 'date unknown')} ({versions})."
+    # A results.json joined from two runs of the same code names the other run's date per
+    # device ("cpu_date", "cuda_date") and why (`joined`).
+    date = env.get(f"{device}_date", env.get("date", "date unknown"))
+    joined = f" {env['joined'][device]}" if device in env.get("joined", {}) else ""
+    return f"Measured on {where}, {date} ({versions}).{joined}"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
