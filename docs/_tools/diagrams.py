@@ -433,22 +433,19 @@ def dispatch() -> Svg:
     box(250, 12, 260, 48, ["Launch(stream, rows, cols, x, y)", "window = 16-byte packs per row"],
         ("#f6f8fa", LINE))
     svg.line(380, 60, 380, 88, arrow=True)
-    box(220, 90, 320, 48, ["float, and the row fills 3/4 of a",
-                           "block_registers shape (768-32768 cols)?"],
-        ("#ffffff", INK), bold_first=False)
-    svg.line(540, 114, 598, 114, arrow=True)
-    svg.text(568, 108, "yes", size=12, anchor="middle", fill=CXX[1], weight="bold")
-    box(600, 80, 150, 68, ["block_registers", "a block holds the row", "in registers"], PRIM)
-    svg.line(380, 138, 380, 170, arrow=True)
-    svg.text(390, 158, "no", size=12, fill=PAD[1], weight="bold")
-    box(220, 172, 320, 48, ["window ≤ the largest warp rung?",
-                            "(the row fits a lane's register budget)"],
-        ("#ffffff", INK), bold_first=False)
-    svg.line(540, 196, 598, 196, arrow=True)
-    svg.text(568, 190, "yes", size=12, anchor="middle", fill=CXX[1], weight="bold")
-    box(600, 162, 150, 68, ["warp", "first rung that fits", "edge code if ragged"], PRIM)
-    svg.line(380, 220, 380, 252, arrow=True)
-    svg.text(390, 240, "no", size=12, fill=PAD[1], weight="bold")
+    def decision(y: float, question: list[str], answer: list[str]) -> None:
+        """A yes/no question at height y: yes leads right to a path, no leads down."""
+        box(220, y, 320, 48, question, ("#ffffff", INK), bold_first=False)
+        svg.line(540, y + 24, 598, y + 24, arrow=True)
+        svg.text(568, y + 18, "yes", size=12, anchor="middle", fill=CXX[1], weight="bold")
+        box(600, y - 10, 150, 68, answer, PRIM)
+        svg.line(380, y + 48, 380, y + 80, arrow=True)
+        svg.text(390, y + 68, "no", size=12, fill=PAD[1], weight="bold")
+
+    decision(90, ["float, and the row fills 3/4 of a", "block_registers shape (768-32768 cols)?"],
+             ["block_registers", "a block holds the row", "in registers"])
+    decision(172, ["window ≤ the largest warp rung?", "(the row fits a lane's register budget)"],
+             ["warp", "first rung that fits", "edge code if ragged"])
     box(120, 254, 400, 66, ["16-bit, ≤ 640 packs: 64 threads. Else from 128 up:",
                             "row fits the opt-in shared memory? ask the occupancy API",
                             "128 threads if 4+ fit, else the most resident threads"],
