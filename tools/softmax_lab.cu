@@ -26,10 +26,10 @@
 //   smem=48k    planned as if shared memory stopped at the 48 KiB default (no opt-in)
 //   cache=float the block paths cache a 16-bit row widened to float (as OneFlow does), through
 //               registers, in twice the shared memory; what no longer fits is re-read
-//   path=registers  block_registers: a block per row holding it in registers (512 threads of
-//               2, 4 or 8 packs, then 1024 of 8; at most 32 values a thread)
-//   registers=BxN   block_registers with B threads of N packs (256x4, 512x2, 512x4, 512x8 or
-//               1024x8)
+//   path=registers  block_registers by the planner's rule (PlanBlockRegisters), for any dtype
+//               but double: the first shape that holds the row, if the row fills 3/4 of it
+//   registers=BxN   block_registers with B threads of N packs: 128x2, 128x4, 256x2, 256x4,
+//               512x2, 512x4, 512x8 or 1024x8 (at most 32 values a thread)
 //   rows=N      the warp path's rung with each group taking N (1, 2 or 4) rows at once (rungs
 //               of up to 2 packs a lane)
 //
