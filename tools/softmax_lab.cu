@@ -274,7 +274,8 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
     ForEachWarpShape([&](auto shape) {
       using Shape = decltype(shape);
       if constexpr (kWarpShapeFits<T, Shape> && Shape::packs <= 2) {
-        if (Shape::width != plan.width || Shape::packs * PackSize<T>::value != plan.cols_per_thread) {
+        if (Shape::width != plan.width ||
+            Shape::packs * PackSize<T>::value != plan.cols_per_thread) {
           return;
         }
         auto plan_rows = [&](auto rows_tag) {

@@ -309,8 +309,9 @@ __device__ __forceinline__ T FromCompute(ComputeType<T> v) {
   }
 }
 
-// The warp and tile paths hold a row in registers and exp each element once: softmax keeps
-// exp(x - max) there, log_softmax keeps x - max. Either way exp(x - max) joins the row's sum.
+// The warp and block_registers paths hold a row in registers and exp each element once:
+// softmax keeps exp(x - max) there, log_softmax keeps x - max. Either way exp(x - max) joins the
+// row's sum.
 template <typename T, Algorithm kAlgorithm>
 __device__ __forceinline__ void Shift(ComputeType<T>& value, ComputeType<T> max,
                                       ComputeType<T>& sum) {
@@ -768,7 +769,8 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
     // Pass 1: this thread's (max, sum) over its packs, by the online normalizer.
     MaxSum<C> stats{-static_cast<C>(CUDART_INF), C(0)};
     if constexpr (kOnlineNormalizer) {
-      for_each_batch([&](const CachePack* packs, int count) { FoldPacks<T, U>(stats, packs, count); });
+      for_each_batch(
+          [&](const CachePack* packs, int count) { FoldPacks<T, U>(stats, packs, count); });
     } else {
       for_each_batch([&](const CachePack* packs, int) {
 #pragma unroll
@@ -786,7 +788,8 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
       // The reference design's second pass: the sum against the row's max (folding at the
       // row's max rescales nothing).
       MaxSum<C> at_max{row_max, C(0)};
-      for_each_batch([&](const CachePack* packs, int count) { FoldPacks<T, U>(at_max, packs, count); });
+      for_each_batch(
+          [&](const CachePack* packs, int count) { FoldPacks<T, U>(at_max, packs, count); });
       shifted_sum = at_max.sum;
     }
     const C row_sum = BlockAllReduce(BlockReduce(reduce_storage).Sum(shifted_sum), &row_value);
