@@ -4,11 +4,12 @@ quick check in the normal suite.
 
 Row lengths are picked to reach each rung of the warp ladder (every thread-group width, one and
 two rows per access, each packs-per-lane count) for every dtype, then the block paths: float's
-block_registers at each of its shapes, the shared-memory path (16-bit rows at both of its block
-sizes) and the online path for rows past shared memory. Each shape runs from an aligned start and from
-one row in (off a 16-byte boundary for most lengths), for softmax and log_softmax; the last test
-checks from oneflite's own trace that every path was reached. Transposes (the permute kernel)
-and dtype= casts (the cast kernel) are covered too. Skips without a CUDA GPU.
+block_registers at each of its shapes, the shared-memory path (16-bit rows at three of its
+block sizes) and the online path for rows past shared memory. Each shape runs from an aligned
+start and from one row in (off a 16-byte boundary for most lengths), for softmax and
+log_softmax; the last test checks from oneflite's own trace that every path was reached.
+Transposes (the permute kernel) and dtype= casts (the cast kernel) are covered too. Skips
+without a CUDA GPU.
 """
 
 from __future__ import annotations
@@ -35,10 +36,10 @@ OPS = {"softmax": (F.softmax, softmax_ref), "log_softmax": (F.log_softmax, log_s
 # doubles; the rung is the first whose lanes x packs cover the row), each shape of float's
 # block_registers (1000, 1534, 3072, 8192, 12345 and 32768 columns), the shared-memory path
 # (double from 257, float from 2049 where block_registers does not take the row, half and
-# bfloat16 from 3073: 64 threads up to 5120 columns, then 128 and more) and the online path
+# bfloat16 from 3073: 64 threads up to 5120 columns, then 128, 256 from 16384) and the online path
 # (float past 32768 columns, half ~116k, double ~29k).
 COLS = [1, 2, 3, 5, 10, 14, 31, 33, 64, 65, 129, 254, 257, 506, 513, 1000, 1025, 1534, 2500,
-        3072, 4097, 8192, 12345, 32768, 65536, 100003, 262144]  # fmt: skip
+        3072, 4097, 8192, 12345, 16384, 32768, 65536, 100003, 262144]  # fmt: skip
 
 # What each aligned launch's plan said, per dtype: filled by the tests, read by the last one.
 PLANS: dict[str, set[str]] = defaultdict(set)
@@ -233,7 +234,7 @@ def test_every_kernel_path_was_reached():
         else:
             expected = ("warp", "block_smem", "block_online")
         if dtype in (oneflite.float16, oneflite.bfloat16):
-            for block in (64, 128):
+            for block in (64, 128, 256):
                 if block not in blocks["block_smem"]:
                     missing.append(f"{dtype.name}: block_smem block={block}")
         for path in expected:

@@ -38,13 +38,21 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cub/block/block_reduce.cuh>
 #include <memory>
 #include <string>
 #include <type_traits>
 
 #include "ep/cuda_stream.h"
 #include "oneflite/ep/primitive/softmax.h"
+
+// 1 builds the block paths' reductions on cub::BlockReduce, as the reference design does, for
+// tools/softmax_lab.cu to measure against (see BlockAllReduce).
+#ifndef ONEFLITE_SOFTMAX_CUB_REDUCE
+#define ONEFLITE_SOFTMAX_CUB_REDUCE 0
+#endif
+#if ONEFLITE_SOFTMAX_CUB_REDUCE
+#include <cub/block/block_reduce.cuh>
+#endif
 
 namespace oneflite::ep::primitive::cuda_softmax {
 
@@ -487,17 +495,47 @@ struct MaxOp {
   __device__ __forceinline__ C operator()(C a, C b) const { return Max(a, b); }
 };
 
-// Hands thread 0's result of a CUB block reduction to every thread. The first barrier publishes
-// it; the second keeps `slot` and the reduction's storage from being reused (by the next
-// reduction) before every thread has read.
-template <typename C>
-__device__ __forceinline__ C BlockAllReduce(C thread0_result, C* slot) {
-  if (threadIdx.x == 0) { *slot = thread0_result; }
+// The block's reduction of one value a thread, delivered to every thread, behind one barrier:
+// each warp reduces by butterfly shuffles, lane 0 of each posts the warp's result to `posts`
+// (kBlock / 32 slots of shared memory), and after the barrier every warp reduces the posts the
+// same way. Every thread ends with the same bits, since each butterfly step computes op(a, b)
+// on one lane and op(b, a) on its partner. A kernel gives each reduction of a row its own
+// `posts` (the max, then the sum) and alternates them: a thread can only write one again after
+// passing the other's barrier, which every thread reaches after reading it.
+//
+// cub::BlockReduce, the reference design's choice, hands its result to thread 0 only; sharing it
+// costs two more barriers, three a reduction in all. Building tools/softmax_lab.cu with
+// -DONEFLITE_SOFTMAX_CUB_REDUCE=1 restores that, to measure what the two barriers cost.
+template <int kBlock, typename C, typename Op>
+__device__ __forceinline__ C BlockAllReduce(C value, C* posts, Op op) {
+  constexpr int kWarps = kBlock / kWarpSize;
+  static_assert(kBlock % kWarpSize == 0 && (kWarps & (kWarps - 1)) == 0,
+                "a block is a power-of-two number of warps");
+#if ONEFLITE_SOFTMAX_CUB_REDUCE
+  using BlockReduce = cub::BlockReduce<C, kBlock>;
+  __shared__ typename BlockReduce::TempStorage storage;
+  const C result = BlockReduce(storage).Reduce(value, op);
+  if (threadIdx.x == 0) { posts[0] = result; }
   __syncthreads();
-  const C result = *slot;
+  value = posts[0];
   __syncthreads();
-  return result;
+  return value;
+#else
+  value = GroupAllReduce<kWarpSize>(value, op);
+  if constexpr (kWarps > 1) {
+    const int lane = threadIdx.x % kWarpSize;
+    if (lane == 0) { posts[threadIdx.x / kWarpSize] = value; }
+    __syncthreads();
+    value = GroupAllReduce<kWarps>(posts[lane % kWarps], op);
+  }
+  return value;
+#endif
 }
+
+template <typename C>
+struct SumOp {
+  __device__ __forceinline__ C operator()(C a, C b) const { return a + b; }
+};
 
 // Folds packs [0, count) of `packs` into a thread's (max, sum): one rescale for the batch, then
 // one exp per element. The packs hold a T pack's elements, as T or (the lab's float cache) as
@@ -609,9 +647,7 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
   // A cached pack: P elements of T, as loaded (16 bytes) or widened.
   using CachePack = Pack<Cache, P * static_cast<int>(sizeof(Cache))>;
   static_assert(std::is_same_v<Cache, T> || !kAsyncCopy, "cp.async cannot widen what it copies");
-  using BlockReduce = cub::BlockReduce<C, kBlock>;
-  __shared__ typename BlockReduce::TempStorage reduce_storage;
-  __shared__ C row_value;
+  __shared__ C posts[2][kBlock / kWarpSize];  // BlockAllReduce's, for the max and the sum
   extern __shared__ uint4 shared_cache[];
   const int tid = threadIdx.x;
   // This thread's 16-byte slot for its cached pack i. A widened pack is two 16-byte halves, in
@@ -780,9 +816,8 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
 
     // The row's max, then its sum: each thread rescales its own sum to the row's max first, so
     // both reductions use a plain operator. (Reducing the (max, sum) pairs in one go would merge
-    // with two exps a step, and CUB's last step is serial in thread 0, one merge per warp.)
-    const C row_max = BlockAllReduce(BlockReduce(reduce_storage).Reduce(stats.max, MaxOp<C>()),
-                                     &row_value);
+    // with two exps a step.)
+    const C row_max = BlockAllReduce<kBlock>(stats.max, posts[0], MaxOp<C>());
     C shifted_sum = stats.sum * Exp<T>(stats.max - SafeShift(row_max));
     if constexpr (!kOnlineNormalizer) {
       // The reference design's second pass: the sum against the row's max (folding at the
@@ -792,7 +827,7 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
           [&](const CachePack* packs, int count) { FoldPacks<T, U>(at_max, packs, count); });
       shifted_sum = at_max.sum;
     }
-    const C row_sum = BlockAllReduce(BlockReduce(reduce_storage).Sum(shifted_sum), &row_value);
+    const C row_sum = BlockAllReduce<kBlock>(shifted_sum, posts[1], SumOp<C>());
     const C scale = RowScale<T, kAlgorithm>(row_sum);
 
     // Pass 2: recompute each element and write y; uncached edge packs last, alone. A pack
@@ -837,19 +872,18 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
 
 // One block of kBlock threads per row, striding over rows; thread t holds window packs
 // t, t + kBlock, ... (kPacks of them) in registers, as the warp path holds a row, and the block
-// reduces through CUB as the block paths do. Each element is loaded once, exp-ed once and stored
-// once, with no shared-memory copy of the row. Whole packs move as vectors; the window's first
-// and last packs, where they stick out of the row, are loaded by LoadPack element by element and
-// stored element by element. cols <= kBlock * kPacks * P, so in-row positions are int.
+// reduces as the block paths do (BlockAllReduce). Each element is loaded once, exp-ed once and
+// stored once, with no shared-memory copy of the row. Whole packs move as vectors; the window's
+// first and last packs, where they stick out of the row, are loaded by LoadPack element by
+// element and stored element by element. cols <= kBlock * kPacks * P, so in-row positions are
+// int.
 template <typename T, Algorithm kAlgorithm, int kBlock, int kPacks>
 __global__ void __launch_bounds__(kBlock)
     BlockRegisterSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows,
                                int cols, bool y_vector_ok) {
   using C = ComputeType<T>;
   constexpr int P = PackSize<T>::value;
-  using BlockReduce = cub::BlockReduce<C, kBlock>;
-  __shared__ typename BlockReduce::TempStorage reduce_storage;
-  __shared__ C row_value;
+  __shared__ C posts[2][kBlock / kWarpSize];  // BlockAllReduce's, for the max and the sum
   const int tid = threadIdx.x;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T* x_row = x + row * cols;
@@ -868,13 +902,11 @@ __global__ void __launch_bounds__(kBlock)
     C m = v[0];
 #pragma unroll
     for (int i = 1; i < kPacks * P; ++i) { m = Max(m, v[i]); }
-    const C row_max =
-        BlockAllReduce(BlockReduce(reduce_storage).Reduce(m, MaxOp<C>()), &row_value);
+    const C row_max = BlockAllReduce<kBlock>(m, posts[0], MaxOp<C>());
     C sum = 0;
 #pragma unroll
     for (int i = 0; i < kPacks * P; ++i) { Shift<T, kAlgorithm>(v[i], row_max, sum); }
-    const ShiftedOutput<T, kAlgorithm> output(
-        BlockAllReduce(BlockReduce(reduce_storage).Sum(sum), &row_value));
+    const ShiftedOutput<T, kAlgorithm> output(BlockAllReduce<kBlock>(sum, posts[1], SumOp<C>()));
 #pragma unroll
     for (int n = 0; n < kPacks; ++n) {
       const int k = tid + n * kBlock;
@@ -1079,7 +1111,7 @@ bool PlanTwoPerSm(const CudaDeviceInfo& info, int64_t rows, int64_t window, Plan
   constexpr int kBlock = kMaxBlockSize<T> / 2;
   const auto* kernel = reinterpret_cast<const void*>(&BlockSoftmaxKernel<T, kAlgorithm, kBlock>);
   // Half the SM's shared memory, less the 1 KiB the runtime reserves per block and a margin for
-  // the kernel's static shared memory (CUB's reduction storage).
+  // the kernel's static shared memory (BlockAllReduce's posts).
   const size_t half = static_cast<size_t>(info.max_shared_memory_per_sm) / 2;
   if (half < 4096) { return false; }
   const size_t smem = std::min<size_t>((half - 2048) / kPackBytes * kPackBytes,
@@ -1103,8 +1135,8 @@ constexpr int64_t kSmallBlockPacks = 640;
 
 // Fills `plan` for block_registers with `block` threads of `packs` packs each, or (block = 0)
 // with the first of the shapes below that holds the row, if the row fills at least three
-// quarters of it. False when the shape does not hold the row, or a thread would hold more than
-// 32 values (1024 threads have 64 registers each).
+// quarters of it (seven eighths of 1024 x 8). False when the shape does not hold the row, or a
+// thread would hold more than 32 values (1024 threads have 64 registers each).
 //
 // The shapes, measured on an H200 against the path that had the row before (tools/softmax_lab.cu,
 // registers=BxN; float, fractions of copy): 128 x 2 packs at 768 cols 1.001 (warp 0.985) and at
@@ -1128,7 +1160,11 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
         break;
       }
     }
-    if (block == 0 || 4 * window < 3 * int64_t{block} * packs) { return false; }
+    // The row must fill 3/4 of the shape, or 7/8 of the 1024-thread one, which fills an SM
+    // alone: there padding idles the SM's only row (float 24576 cols, 3/4 of 1024 x 8 packs:
+    // 0.897x copy, against 0.955x on block_smem with two blocks of 512 an SM).
+    const int64_t eighths = block == 1024 ? 7 : 6;
+    if (block == 0 || 8 * window < eighths * int64_t{block} * packs) { return false; }
   }
   bool chosen = false;
   auto consider = [&](auto block_tag, auto packs_tag) {
@@ -1199,16 +1235,19 @@ Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_
 
   // A block per row with the whole row cached; while one block waits on its copies, the SM's
   // others compute. The block size, measured on an H200 (tools/softmax_lab.cu, block=N): 128
-  // threads while at least 4 such blocks fit on an SM (16 warps), since a small block has the
-  // least per-row overhead: 0.96x copy for float 8192 where 256 threads measured 0.88x. When
-  // fewer fit (long rows), the size with the most resident threads, ties going to more blocks:
-  // float 16384 cols 0.87x at 256 threads (3 blocks), 0.97x at 512 (2 blocks); half 32768 0.83x
-  // and 0.91x. When only one block fits, two half-size blocks that cache part of the row each
-  // (PlanTwoPerSm) measured faster still.
+  // threads while at least 4 such blocks fit on an SM (16 warps) and a thread owns fewer than 16
+  // packs, since a small block has the least per-row overhead: 0.96x copy for float 8192 where
+  // 256 threads measured 0.88x. Otherwise (long rows), the size with the most resident threads,
+  // ties going to more blocks: float 16384 cols 0.87x at 256 threads (3 blocks), 0.97x at 512 (2
+  // blocks); half 32768 0.83x and 0.91x; half 16384, 16 packs a thread at 128 threads, 0.926x
+  // there and 0.949x at 256 (bfloat16 0.919x, 0.942x). When only one block fits, two half-size
+  // blocks that cache part of the row each (PlanTwoPerSm) measured faster still.
   const size_t row_smem = static_cast<size_t>(window) * kPackBytes;
   int best_active = 0;
   int best_threads = 0;
-  bool settled = false;  // 128 threads with 4 or more blocks an SM: nothing larger is tried
+  // 128 threads with 4 or more blocks an SM and fewer than 16 packs a thread: nothing larger is
+  // tried.
+  bool settled = false;
   auto consider = [&](auto block_tag) {
     constexpr int kBlock = decltype(block_tag)::value;
     const auto* kernel = reinterpret_cast<const void*>(&BlockSoftmaxKernel<T, kAlgorithm, kBlock>);
@@ -1221,7 +1260,7 @@ Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_
     }
     best_active = active;
     best_threads = threads;
-    settled = kBlock == 128 && active >= 4;
+    settled = kBlock == 128 && active >= 4 && window < 16 * kBlock;
     plan.path = Path::kBlockSmem;
     plan.block = kBlock;
     plan.cached_packs = static_cast<int>(window);
