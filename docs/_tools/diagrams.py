@@ -448,7 +448,7 @@ def dispatch() -> Svg:
              ["warp", "first rung that fits", "edge code if ragged"])
     box(120, 254, 400, 66, ["16-bit, ≤ 640 packs: 64 threads. Else from 128 up:",
                             "row fits the opt-in shared memory? ask the occupancy API",
-                            "128 threads if 4+ fit, else the most resident threads"],
+                            "128 if 4+ fit and < 16 packs a thread, else most threads"],
         ("#ffffff", INK), bold_first=False)
     svg.line(520, 287, 598, 287, arrow=True)
     svg.text(559, 280, "2+ per SM", size=11.5, anchor="middle", fill=CXX[1], weight="bold")

@@ -1013,9 +1013,9 @@ void LaunchBlockRegisters(const Plan& plan, cudaStream_t stream, int64_t rows, i
 
 // The warp ladder, shortest rows first. Rungs below 32 lanes hold one pack per lane; with 32
 // lanes the packs per lane grow in steps that keep the padding small. A dtype uses the rungs
-// that keep its row within 64 registers a lane (float: 2048 cols), 96 for the 16-bit types
+// that keep its row within 64 registers a lane (float and half: 2048 cols), 96 for bfloat16
 // (3072 cols; 138 registers in all, no spills), or 16 for double (256 cols), whose exp needs
-// many registers of its own.
+// many registers of its own (kWarpLaneBytes).
 template <typename Fn>
 void ForEachWarpShape(Fn&& fn) {
   fn(WarpShape<1, 1>{});
@@ -1033,9 +1033,19 @@ void ForEachWarpShape(Fn&& fn) {
   fn(WarpShape<32, 16>{});
 }
 
+// The bytes of compute values a lane may hold (see ForEachWarpShape). bfloat16 goes up to the
+// 32 x 12 rung (3072 cols), half stops at 32 x 8 (2048) as float does: at 3072 cols the rung
+// measured 0.98x copy for bfloat16 but 0.90x for half, which reaches 0.93-0.98x on block_smem's
+// 64 threads there (bfloat16 0.91x; H200, tools/softmax_lab.cu). Why half loses on that rung is
+// not understood.
+template <typename T>
+constexpr int kWarpLaneBytes = std::is_same_v<T, double>          ? 64
+                               : std::is_same_v<T, __nv_bfloat16> ? 384
+                                                                  : 256;
+
 template <typename T, typename Shape>
-constexpr bool kWarpShapeFits = Shape::packs * PackSize<T>::value * sizeof(ComputeType<T>) <=
-                                (std::is_same_v<T, double> ? 64 : kIs16Bit<T> ? 384 : 256);
+constexpr bool kWarpShapeFits =
+    Shape::packs * PackSize<T>::value * sizeof(ComputeType<T>) <= kWarpLaneBytes<T>;
 
 template <typename T>
 int64_t MaxWarpWindowPacks() {
