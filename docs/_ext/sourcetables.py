@@ -3,7 +3,8 @@
 ``{warp-ladder}`` tabulates the rungs of the CUDA warp path (``ForEachWarpShape`` in
 cuda/ep/primitive/softmax_kernels.cuh) and, per dtype, the longest row each rung takes and how
 many rows a thread group handles at once. It fails the build when it no longer finds the
-ladder, the register rule (``kWarpShapeFits``) or the rows rule (``kWarpRows``) it reads.
+ladder, the register rule (``kWarpShapeFits`` and ``kWarpLaneBytes``) or the rows rule
+(``kWarpRows``) it reads.
 """
 
 from __future__ import annotations
@@ -23,16 +24,29 @@ RUNG = re.compile(r"fn\(WarpShape<(\d+),\s*(\d+)>\{\}\);")
 # Rows per group: `kPacks * PackSize<T, kBytes>::value <= N ? A : B` (a lane's share of the row).
 ROWS = re.compile(r"kWarpRows\s*=\s*kPacks\s*\*\s*PackSize<T(?:,\s*kBytes)?>::value\s*<=\s*(\d+)"
                   r"\s*\?\s*(\d+)\s*:\s*(\d+);")
-# The register budget of a lane's row, in bytes: a number, or
-# `(std::is_same_v<T, double> ? D : kIs16Bit<T> ? H : F)` with either condition optional.
+# The register budget of a lane's row, in bytes: `kWarpShapeFits` compares the row's share with
+# `kWarpLaneBytes<T>`, which is `std::is_same_v<T, X> ? N : ... : DEFAULT`.
 FITS = re.compile(r"kWarpShapeFits\s*=\s*Shape::packs\s*\*\s*PackSize<T>::value\s*\*\s*"
-                  r"sizeof\(ComputeType<T>\)\s*<=\s*(?P<budget>[^;]+);")
-BUDGET = re.compile(r"^\(?\s*(?:std::is_same_v<T,\s*double>\s*\?\s*(?P<double>\d+)\s*:\s*)?"
-                    r"(?:kIs16Bit<T>\s*\?\s*(?P<half>\d+)\s*:\s*)?"
-                    r"(?P<other>\d+)\s*\)?$")
-# (name, bytes per element, bytes per element of its compute type, budget group)
-DTYPES = [("float32", 4, 4, "other"), ("float16 / bfloat16", 2, 4, "half"),
-          ("float64", 8, 8, "double")]
+                  r"sizeof\(ComputeType<T>\)\s*<=\s*kWarpLaneBytes<T>;")
+LANE_BYTES = re.compile(r"kWarpLaneBytes\s*=\s*(?P<rule>[^;]+);")
+CASE = re.compile(r"std::is_same_v<T,\s*([\w:]+)>\s*\?\s*(\d+)\s*:")
+DEFAULT = re.compile(r":\s*(\d+)\s*$")
+# (name, bytes per element, bytes per element of its compute type, C++ type)
+DTYPES = [("float32", 4, 4, "float"), ("float16", 2, 4, "__half"),
+          ("bfloat16", 2, 4, "__nv_bfloat16"), ("float64", 8, 8, "double")]
+
+
+def read_budgets(text: str) -> dict[str, int] | None:
+    """{dtype name: register budget in bytes}, or None where the rule is not found."""
+    lane = LANE_BYTES.search(text)
+    if not (FITS.search(text) and lane):
+        return None
+    rule = " ".join(lane.group("rule").split())
+    cases = dict(CASE.findall(rule))
+    default = DEFAULT.search(rule)
+    if default is None:
+        return None
+    return {name: int(cases.get(cxx, default.group(1))) for name, _, _, cxx in DTYPES}
 
 
 def read_ladder(text: str) -> tuple[int, list[tuple[int, int, Any]], dict[str, int]]:
@@ -40,11 +54,10 @@ def read_ladder(text: str) -> tuple[int, list[tuple[int, int, Any]], dict[str, i
 
     rows per group is a number, or a function of the values a lane holds.
     """
-    pack, ladder, fits = PACK_BYTES.search(text), LADDER.search(text), FITS.search(text)
-    budget = BUDGET.match(" ".join(fits.group("budget").split())) if fits else None
-    if not (pack and ladder and budget):
+    pack, ladder, budgets = PACK_BYTES.search(text), LADDER.search(text), read_budgets(text)
+    if not (pack and ladder and budgets):
         missing = [n for n, m in (("kPackBytes", pack), ("ForEachWarpShape", ladder),
-                                  ("kWarpShapeFits", budget)) if not m]
+                                  ("kWarpShapeFits / kWarpLaneBytes", budgets)) if not m]
         raise ValueError(f"{KERNELS.name}: can't read {', '.join(missing)}")
     rows_rule = ROWS.search(text)
     rungs: list[tuple[int, int, Any]] = []
@@ -58,8 +71,6 @@ def read_ladder(text: str) -> tuple[int, list[tuple[int, int, Any]], dict[str, i
             raise ValueError(f"{KERNELS.name}: can't read kWarpRows")
     if not rungs:
         raise ValueError(f"{KERNELS.name}: ForEachWarpShape lists no WarpShape")
-    other = int(budget.group("other"))
-    budgets = {name: int(budget.group(group) or other) for name, _, _, group in DTYPES}
     return int(pack.group(1)), rungs, budgets
 
 
