@@ -33,12 +33,13 @@ ALL = [*FLOATS, oneflite.int32, oneflite.int64, oneflite.bool]
 OPS = {"softmax": (F.softmax, softmax_ref), "log_softmax": (F.log_softmax, log_softmax_ref)}
 
 # Row lengths reaching every warp rung of every dtype (16-byte packs: 8 halves, 4 floats, 2
-# doubles; the rung is the first whose lanes x packs cover the row), each shape of float's
+# doubles; the rung is the first whose lanes x packs cover the row's whole packs, cols // pack,
+# its edge columns held beside them), each shape of float's
 # block_registers (1000, 1534, 3072, 8192, 12345 and 32768 columns), the shared-memory path
-# (double from 257, float from 2049 where block_registers does not take the row, half from 2049
+# (double from 258, float from 2049 where block_registers does not take the row, half from 2049
 # and bfloat16 from 3073: 64 threads up to 5120 columns, then 128, 256 from 16384) and the online
 # path (float past 32768 columns, half ~116k, double ~29k).
-COLS = [1, 2, 3, 5, 10, 14, 31, 33, 64, 65, 129, 254, 257, 506, 513, 1000, 1025, 1534, 2500,
+COLS = [1, 2, 3, 5, 6, 10, 14, 20, 31, 33, 64, 65, 129, 254, 257, 506, 513, 1000, 1025, 1534, 2500,
         3072, 4097, 8192, 12345, 16384, 32768, 65536, 100003, 262144]  # fmt: skip
 
 # What each aligned launch's plan said, per dtype: filled by the tests, read by the last one.

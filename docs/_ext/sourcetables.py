@@ -103,7 +103,8 @@ class WarpLadder(SphinxDirective):
                     cells.append("\u2013")
                     continue
                 group_rows = rows(packs * per_pack) if callable(rows) else rows
-                cells.append(f"{lanes * packs * per_pack} ({group_rows})")
+                # Whole packs, and up to a pack less one element of edge columns.
+                cells.append(f"{(lanes * packs + 1) * per_pack - 1} ({group_rows})")
             body.append(cells)
         table = nodes.table(classes=["warp-ladder"])
         group = nodes.tgroup(cols=len(header))

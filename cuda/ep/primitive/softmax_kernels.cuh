@@ -38,6 +38,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -126,12 +127,73 @@ __device__ __forceinline__ T NegativeInfinity() {
   }
 }
 
+// -inf's bits repeated over a 32-bit word: two 16-bit -infs, a float -inf, or, for double, the
+// words of -inf in turn (low, then high).
+template <typename T>
+__device__ __forceinline__ uint32_t NegativeInfinityWord(int k) {
+  if constexpr (std::is_same_v<T, __half>) {
+    return 0xfc00fc00u;
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return 0xff80ff80u;
+  } else if constexpr (std::is_same_v<T, double>) {
+    return k % 2 == 0 ? 0u : 0xfff00000u;
+  } else {
+    return 0xff800000u;
+  }
+}
+
+// The built-in vector of kBytes bytes (uint4, uint2 or unsigned).
+template <int kBytes>
+using PackVector =
+    std::conditional_t<kBytes == 16, uint4, std::conditional_t<kBytes == 8, uint2, unsigned>>;
+
+// A pack's bytes as 32-bit words. Packs are built, selected and loaded as words: the compiler
+// keeps a 16-bit element of a pack built element by element in a register of its own, and
+// merging eight of those into four (and back) cost up to 20 byte-permutes a pack.
+template <int kBytes>
+using PackWords = Pack<uint32_t, kBytes>;
+
+template <typename T, int kBytes>
+__device__ __forceinline__ Pack<T, kBytes> FromWords(const PackWords<kBytes>& words) {
+  Pack<T, kBytes> pack;
+  memcpy(&pack, &words, kBytes);
+  return pack;
+}
+
 template <typename T, int kBytes = kPackBytes>
 __device__ __forceinline__ Pack<T, kBytes> NegativeInfinityPack() {
-  Pack<T, kBytes> pack;
+  static_assert(kBytes % 4 == 0, "packs are whole 32-bit words");
+  PackWords<kBytes> words;
 #pragma unroll
-  for (int j = 0; j < PackSize<T, kBytes>::value; ++j) { pack.elem[j] = NegativeInfinity<T>(); }
-  return pack;
+  for (int k = 0; k < kBytes / 4; ++k) { words.elem[k] = NegativeInfinityWord<T>(k); }
+  return FromWords<T>(words);
+}
+
+// Stores a pack as one vector store (st.global.wb, the default caching). A plain assignment of
+// the pack may be compiled as one store a word when the compiler decides the address is not
+// 16-byte aligned (it is: every caller checks), which once halved the warp path's 16-bit
+// throughput.
+template <typename T, int kBytes>
+__device__ __forceinline__ void StorePack(T* to, const Pack<T, kBytes>& pack) {
+  static_assert(sizeof(PackVector<kBytes>) == kBytes, "a pack is one vector");
+  PackVector<kBytes> vector;
+  memcpy(&vector, &pack, kBytes);
+  __stwb(reinterpret_cast<PackVector<kBytes>*>(to), vector);
+}
+
+// The pack at `from` if `in_row`, else a pack of -inf; nothing is read then. One vector load
+// (ld.global.nc: x is read-only for the kernel's whole run), for the same reason as StorePack.
+template <typename T, int kBytes = kPackBytes>
+__device__ __forceinline__ Pack<T, kBytes> LoadPackOrNegativeInfinity(const T* from,
+                                                                      bool in_row) {
+  PackWords<kBytes> words;
+#pragma unroll
+  for (int k = 0; k < kBytes / 4; ++k) { words.elem[k] = NegativeInfinityWord<T>(k); }
+  if (in_row) {
+    const PackVector<kBytes> vector = __ldg(reinterpret_cast<const PackVector<kBytes>*>(from));
+    memcpy(&words, &vector, kBytes);
+  }
+  return FromWords<T>(words);
 }
 
 // fmax ignores a NaN operand, so a NaN never becomes the row max; it still reaches every output
@@ -146,24 +208,35 @@ __device__ __forceinline__ C Max(C a, C b) {
   }
 }
 
-// The max of a pack's elements. 16-bit packs are reduced in pairs by the packed max
-// instructions (which also drop a NaN operand) and widened once.
-template <typename T, int kBytes>
-__device__ __forceinline__ ComputeType<T> PackMax(const Pack<T, kBytes>& pack) {
+// The max of the elements of kCount packs. 16-bit packs are reduced in pairs by the packed max
+// instructions (which also drop a NaN operand) and widened once: half the instructions.
+template <typename T, int kBytes, int kCount = 1>
+__device__ __forceinline__ ComputeType<T> PackMax(const Pack<T, kBytes>* packs) {
   constexpr int P = PackSize<T, kBytes>::value;
   if constexpr (kIs16Bit<T>) {
     using Pair = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
-    const auto* pairs = reinterpret_cast<const Pair*>(pack.elem);
-    Pair m = pairs[0];
+    Pair m = reinterpret_cast<const Pair*>(packs[0].elem)[0];
 #pragma unroll
-    for (int j = 1; j < P / 2; ++j) { m = __hmax2(m, pairs[j]); }
+    for (int n = 0; n < kCount; ++n) {
+      const auto* pairs = reinterpret_cast<const Pair*>(packs[n].elem);
+#pragma unroll
+      for (int j = n == 0 ? 1 : 0; j < P / 2; ++j) { m = __hmax2(m, pairs[j]); }
+    }
     return Max(ToCompute(m.x), ToCompute(m.y));
   } else {
-    ComputeType<T> m = pack.elem[0];
+    ComputeType<T> m = packs[0].elem[0];
 #pragma unroll
-    for (int j = 1; j < P; ++j) { m = Max(m, pack.elem[j]); }
+    for (int n = 0; n < kCount; ++n) {
+#pragma unroll
+      for (int j = n == 0 ? 1 : 0; j < P; ++j) { m = Max(m, packs[n].elem[j]); }
+    }
     return m;
   }
+}
+
+template <typename T, int kBytes>
+__device__ __forceinline__ ComputeType<T> PackMax(const Pack<T, kBytes>& pack) {
+  return PackMax<T, kBytes, 1>(&pack);
 }
 
 // float and double use the accurate library exp (float: within 2 ulp). The 16-bit types use
@@ -190,12 +263,16 @@ __device__ __forceinline__ ComputeType<T> Exp(ComputeType<T> v) {
   }
 }
 
-// 1 / v for a row's sum (at least 1, or NaN): the hardware's approximate reciprocal refined by
-// Newton steps, each of which doubles the correct bits, to within an ulp. Dividing instead
-// would pull in the division's out-of-line slow path, whose call costs registers.
+// 1 / v for a row's sum (at least 1 and below 2^31, or NaN): the hardware's approximate
+// reciprocal (one MUFU.RCP, within an ulp of float) refined by Newton steps, each of which
+// doubles the correct bits, to within an ulp. Dividing instead would pull in the division's
+// out-of-line slow path, whose call costs registers, and __fdividef wraps the MUFU.RCP in five
+// instructions that rescale huge and tiny v, which a row's sum never is.
 template <typename C>
 __device__ __forceinline__ C Reciprocal(C v) {
-  C r = __fdividef(1.0f, static_cast<float>(v));  // about 22 correct bits
+  float approx;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(approx) : "f"(static_cast<float>(v)));
+  C r = approx;
   r = fma(r, fma(-v, r, C(1)), r);
   if constexpr (std::is_same_v<C, double>) { r = fma(r, fma(-v, r, C(1)), r); }
   return r;
@@ -353,14 +430,17 @@ constexpr int kWarpEdges = (2 * (P - 1) + kWidth - 1) / kWidth;
 
 // x, y: (rows, cols) row-major. A warp takes (32 / kWidth) * kRows consecutive rows per step,
 // striding over those row tiles. The row is held in registers in the compute type, so exp is
-// computed once per element. cols <= 32 * kPacks * P, far below 2^31, so in-row positions are
-// int.
+// computed once per element. cols < (32 * kPacks + 1) * P, far below 2^31, so in-row positions
+// are int.
 //
 // A row that does not start or end on a 16-byte boundary (odd cols, or x a view with an offset)
-// is split in two. The packs of its window (see HeadOffset) that lie wholly inside the row move
-// as vectors, each by its lane, exactly as for an aligned row; the at most 2 * (P - 1) *edge
-// columns* outside them, before the first whole pack and after the last, are spread over the
-// group's lanes, one or a few scalars each. Every lane runs the same code either way: edges cost
+// is split in two. The packs of its window (see HeadOffset) that lie wholly inside the row, at
+// most cols / P of them, move as vectors, lane by lane from the first, exactly as an aligned
+// row's packs do; the at most 2 * (P - 1) *edge columns* outside them, before the first whole
+// pack and after the last, are spread over the group's lanes, one or a few scalars each. So a
+// rung holds rows of up to kWidth * kPacks whole packs plus their edges: half 1025 columns
+// takes the 32 x 4 rung of 1024, not 32 x 6 (0.92x copy on 32 x 6; NOTES.md, item 25). Every
+// lane runs the same code either way: edges cost
 // each lane a few scalar accesses, where leaving them to the lanes whose packs straddle the row's
 // ends made the whole warp wait on those lanes (half, cols = 1025: 0.73x copy, now 0.92x). The
 // edge code is compiled in only where rows can have edges (kRagged: cols not a whole number of
@@ -388,9 +468,8 @@ __global__ void __launch_bounds__(kWarpBlockSize, kWarpMinBlocksPerSm<T>)
 
   // The loop condition is per warp, not per group, so that every lane reaches every shuffle.
   for (int64_t tile = warp * kTileRows; tile < rows; tile += num_warps * kTileRows) {
-    C v[kRows][kPacks * P];  // the window's whole packs; -inf for the rest
+    WarpPack packs[kRows][kPacks];  // the window's whole packs; -inf for the rest
     C e[kRows][kEdges > 0 ? kEdges : 1];  // this lane's edge columns; -inf past the edges
-    int head[kRows];
     int row_cols[kRows];  // cols, or 0 for a row past the end: then nothing is read or written
     int lead[kRows];      // edge columns [0, lead) come before the first whole pack
     int body_end[kRows];  // and [body_end, cols) after the last
@@ -399,18 +478,12 @@ __global__ void __launch_bounds__(kWarpBlockSize, kWarpMinBlocksPerSm<T>)
       const int64_t row = tile + r * kGroups + group;  // adjacent groups take adjacent rows
       row_cols[r] = row < rows ? cols : 0;
       const T* x_row = x + row * cols;
-      head[r] = HeadOffset<kBytes>(x_row);
-      lead[r] = min(row_cols[r], (P - head[r]) % P);
+      lead[r] = min(row_cols[r], (P - HeadOffset<kBytes>(x_row)) % P);
       body_end[r] = lead[r] + (row_cols[r] - lead[r]) / P * P;
 #pragma unroll
       for (int n = 0; n < kPacks; ++n) {
-        const int c0 = (n * kWidth + lane_in_group) * P - head[r];
-        WarpPack pack = NegativeInfinityPack<T, kBytes>();
-        if (c0 >= 0 && c0 + P <= row_cols[r]) {
-          pack = *reinterpret_cast<const WarpPack*>(x_row + c0);
-        }
-#pragma unroll
-        for (int j = 0; j < P; ++j) { v[r][n * P + j] = ToCompute(pack.elem[j]); }
+        const int c0 = lead[r] + (n * kWidth + lane_in_group) * P;
+        packs[r][n] = LoadPackOrNegativeInfinity<T, kBytes>(x_row + c0, c0 + P <= row_cols[r]);
       }
       const int edges = lead[r] + row_cols[r] - body_end[r];
 #pragma unroll
@@ -421,12 +494,17 @@ __global__ void __launch_bounds__(kWarpBlockSize, kWarpMinBlocksPerSm<T>)
       }
     }
 
+    C v[kRows][kPacks * P];  // the packs widened, then Shift-ed
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+#pragma unroll
+      for (int i = 0; i < kPacks * P; ++i) { v[r][i] = ToCompute(packs[r][i / P].elem[i % P]); }
+    }
+
     C row_max[kRows];
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
-      C m = v[r][0];
-#pragma unroll
-      for (int i = 1; i < kPacks * P; ++i) { m = Max(m, v[r][i]); }
+      C m = PackMax<T, kBytes, kPacks>(packs[r]);
 #pragma unroll
       for (int k = 0; k < kEdges; ++k) { m = Max(m, e[r][k]); }
       row_max[r] = GroupAllReduce<kWidth>(m, [](C a, C b) { return Max(a, b); });
@@ -454,10 +532,10 @@ __global__ void __launch_bounds__(kWarpBlockSize, kWarpMinBlocksPerSm<T>)
 #pragma unroll
         for (int j = 0; j < P; ++j) { out[j] = output(v[r][n * P + j]); }
         const WarpPack pack = MakePack<T, kBytes>(out);
-        const int c0 = (n * kWidth + lane_in_group) * P - head[r];
-        if (c0 < 0 || c0 + P > row_cols[r]) { continue; }  // an edge's pack, or padding
+        const int c0 = lead[r] + (n * kWidth + lane_in_group) * P;
+        if (c0 + P > row_cols[r]) { continue; }  // padding
         if (y_vector_ok) {
-          *reinterpret_cast<WarpPack*>(y_row + c0) = pack;
+          StorePack(y_row + c0, pack);
         } else {
           StoreElements(y_row, c0, row_cols[r], pack, &scratch[threadIdx.x]);
         }
@@ -757,9 +835,10 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
     }
     auto is_edge = [&](int i) { return i == head_edge || i == tail_edge; };
     auto column = [&](int i) { return (tid + static_cast<int64_t>(i) * kBlock) * P - head; };
-    auto x_pack = [&](int i) {
-      return reinterpret_cast<const Pack<T>*>(x_row - head)[tid + static_cast<int64_t>(i) * kBlock];
+    auto x_pack_at = [&](int i) {
+      return (x_row - head) + (tid + static_cast<int64_t>(i) * kBlock) * P;
     };
+    auto x_pack = [&](int i) { return *reinterpret_cast<const Pack<T>*>(x_pack_at(i)); };
 
     // Cached edge packs hold a neighbouring row's elements outside the row: make them -inf, so
     // that the passes treat every cached pack alike.
@@ -785,7 +864,7 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
           if (i < n_cached) {
             packs[u] = read_cache(i);
           } else {
-            packs[u] = widen(i < owned && !is_edge(i) ? x_pack(i) : NegativeInfinityPack<T>());
+            packs[u] = widen(LoadPackOrNegativeInfinity(x_pack_at(i), i < owned && !is_edge(i)));
           }
         }
         visit(packs, owned - i0);
@@ -1048,7 +1127,7 @@ constexpr bool kWarpShapeFits =
     Shape::packs * PackSize<T>::value * sizeof(ComputeType<T>) <= kWarpLaneBytes<T>;
 
 template <typename T>
-int64_t MaxWarpWindowPacks() {
+int64_t MaxWarpPacks() {
   int64_t most = 0;
   ForEachWarpShape([&](auto shape) {
     using Shape = decltype(shape);
@@ -1230,12 +1309,14 @@ Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_
     }
   }
 
-  if (allow_registers && window <= MaxWarpWindowPacks<T>()) {
+  // The warp path holds a row's whole packs in its rung and its edge columns beside them.
+  const int64_t whole_packs = cols / P;
+  if (allow_registers && whole_packs <= MaxWarpPacks<T>()) {
     bool chosen = false;
     ForEachWarpShape([&](auto shape) {
       using Shape = decltype(shape);
       if constexpr (kWarpShapeFits<T, Shape>) {
-        if (chosen || Shape::width * Shape::packs < window) { return; }
+        if (chosen || Shape::width * Shape::packs < whole_packs) { return; }
         chosen = true;
         PlanWarp<T, kAlgorithm, Shape>(info, rows, cols % P != 0 || !x_aligned, plan);
       }
