@@ -439,12 +439,12 @@ constexpr int kWarpEdges = (2 * (P - 1) + kWidth - 1) / kWidth;
 // row's packs do; the at most 2 * (P - 1) *edge columns* outside them, before the first whole
 // pack and after the last, are spread over the group's lanes, one or a few scalars each. So a
 // rung holds rows of up to kWidth * kPacks whole packs plus their edges: half 1025 columns
-// takes the 32 x 4 rung of 1024, not 32 x 6 (0.92x copy on 32 x 6; NOTES.md, item 25). Every
-// lane runs the same code either way: edges cost
-// each lane a few scalar accesses, where leaving them to the lanes whose packs straddle the row's
-// ends made the whole warp wait on those lanes (half, cols = 1025: 0.73x copy, now 0.92x). The
-// edge code is compiled in only where rows can have edges (kRagged: cols not a whole number of
-// packs, or x off a 16-byte boundary); aligned launches measured up to 10% slower with it.
+// takes the 32 x 4 rung of 1024, not 32 x 6 (0.97x copy against 0.95x; NOTES.md, item 26).
+// Every lane runs the same code either way: edges cost each lane a few scalar accesses, where
+// leaving them to the lanes whose packs straddle the row's ends made the whole warp wait on
+// those lanes (half, cols = 1025: 0.73x copy, then 0.92x). The edge code is compiled in only
+// where rows can have edges (kRagged: cols not a whole number of packs, or x off a 16-byte
+// boundary); aligned launches measured up to 10% slower with it.
 template <typename T, Algorithm kAlgorithm, int kWidth, int kPacks, bool kRagged,
           int kBytes = kPackBytes, int kRowsAsked = 0>
 __global__ void __launch_bounds__(kWarpBlockSize, kWarpMinBlocksPerSm<T>)
