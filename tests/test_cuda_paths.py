@@ -98,6 +98,35 @@ def test_softmax_kernel_path_matches_the_reference(cols, dtype, kind):
     )
 
 
+def _ordered_16bit(values: np.ndarray, dtype: oneflite.dtype) -> np.ndarray:
+    """float64 values rounded to a 16-bit dtype, as integers that count ulps: neighbours in the
+    dtype differ by 1 (and +0 and -0 are both 0)."""
+    if dtype == oneflite.float16:
+        bits = values.astype(np.float16).view(np.uint16).astype(np.int64)
+    else:  # bfloat16: the top half of a float32, rounded to nearest even
+        word = values.astype(np.float32).view(np.uint32).astype(np.int64)
+        bits = (word + 0x7FFF + ((word >> 16) & 1)) >> 16
+    return np.where(bits & 0x8000, -(bits & 0x7FFF), bits & 0x7FFF)
+
+
+@pytest.mark.parametrize("kind", list(OPS))
+@pytest.mark.parametrize("dtype", [oneflite.float16, oneflite.bfloat16], ids=lambda d: d.name)
+@pytest.mark.parametrize("cols", [32, 100, 1025, 4096])
+def test_16bit_results_are_the_rounded_reference_or_a_neighbour(cols, dtype, kind):
+    # The 16-bit kernels compute in float with the hardware's exp2, reciprocal and log2
+    # (MUFU.EX2, MUFU.RCP, MUFU.LG2): their errors must stay far below 16-bit rounding, so every
+    # result is the float64 reference rounded to the dtype, or one ulp from it (assert_close's
+    # tolerances are several ulps wide).
+    op, ref = OPS[kind]
+    values = np.random.default_rng(cols).standard_normal((64, cols)) * 3
+    x = make_tensor(values, dtype, DEVICE)
+    expected = _ordered_16bit(ref(to_float64(x), 1), dtype)
+    got = _ordered_16bit(to_float64(op(x, -1)), dtype)
+    ulps = np.abs(got - expected)
+    where = np.unravel_index(ulps.argmax(), ulps.shape)
+    assert ulps.max() <= 1, f"{int(ulps.max())} ulps at {where}"
+
+
 @pytest.mark.parametrize("dtype", ALL, ids=lambda d: d.name)
 def test_transposes_go_through_the_permute_kernel_correctly(dtype):
     rng = np.random.default_rng(5)
