@@ -160,13 +160,18 @@ __device__ __forceinline__ Pack<T, kBytes> FromWords(const PackWords<kBytes>& wo
   return pack;
 }
 
-template <typename T, int kBytes = kPackBytes>
-__device__ __forceinline__ Pack<T, kBytes> NegativeInfinityPack() {
+template <typename T, int kBytes>
+__device__ __forceinline__ PackWords<kBytes> NegativeInfinityWords() {
   static_assert(kBytes % 4 == 0, "packs are whole 32-bit words");
   PackWords<kBytes> words;
 #pragma unroll
   for (int k = 0; k < kBytes / 4; ++k) { words.elem[k] = NegativeInfinityWord<T>(k); }
-  return FromWords<T>(words);
+  return words;
+}
+
+template <typename T, int kBytes = kPackBytes>
+__device__ __forceinline__ Pack<T, kBytes> NegativeInfinityPack() {
+  return FromWords<T>(NegativeInfinityWords<T, kBytes>());
 }
 
 // Stores a pack as one vector store (st.global.wb, the default caching). A plain assignment of
@@ -186,9 +191,7 @@ __device__ __forceinline__ void StorePack(T* to, const Pack<T, kBytes>& pack) {
 template <typename T, int kBytes = kPackBytes>
 __device__ __forceinline__ Pack<T, kBytes> LoadPackOrNegativeInfinity(const T* from,
                                                                       bool in_row) {
-  PackWords<kBytes> words;
-#pragma unroll
-  for (int k = 0; k < kBytes / 4; ++k) { words.elem[k] = NegativeInfinityWord<T>(k); }
+  PackWords<kBytes> words = NegativeInfinityWords<T, kBytes>();
   if (in_row) {
     const PackVector<kBytes> vector = __ldg(reinterpret_cast<const PackVector<kBytes>*>(from));
     memcpy(&words, &vector, kBytes);
