@@ -227,6 +227,18 @@ def test_cuda_without_a_gpu_raises_runtime_error(spec):
         x.cuda()
     assert oneflite.cuda.device_count() == 0
     assert not oneflite.cuda.is_available()
+    for query in (oneflite.cuda.memory_allocated, oneflite.cuda.memory_cached,
+                  oneflite.cuda.empty_cache):
+        with pytest.raises(RuntimeError, match="cuda"):
+            query(spec)
+
+
+@pytest.mark.parametrize(
+    "query", ["memory_allocated", "memory_cached", "empty_cache", "synchronize"]
+)
+def test_cuda_memory_queries_of_a_cpu_device_raise_value_error(query):
+    with pytest.raises(ValueError, match="expected a CUDA device, got 'cpu'"):
+        getattr(oneflite.cuda, query)("cpu")
 
 
 @pytest.mark.skipif(not oneflite.cuda.is_available(), reason="no CUDA GPU")

@@ -613,7 +613,9 @@ def test_dlpack_tensor_with_an_impossible_shape_is_rejected(tmp_path, shape):
 class _CudaPool:
     """Bytes in use in a device's default stream-ordered memory pool, where oneflite allocates
     (cudaMallocAsync), read through the driver API with ctypes; None where that is impossible.
-    Used memory counts live allocations only, not what the pool keeps cached for reuse."""
+    The pool counts blocks oneflite keeps for reuse (oneflite.cuda.memory_cached) as in use, so
+    used() empties that cache first, unless asked not to: then used memory is oneflite's live
+    tensors (and anything else allocated from the pool, such as torch's, which has its own)."""
 
     CU_MEMPOOL_ATTR_USED_MEM_CURRENT = 7
 
@@ -631,17 +633,27 @@ class _CudaPool:
             return
         self.pool = pool
 
-    def used(self) -> int | None:
+    def used(self, empty_cache: bool = True) -> int | None:
         if self.pool is None:
             return None
         oneflite.cuda.synchronize()  # frees are stream-ordered: let them happen
         gc.collect()
+        if empty_cache:
+            oneflite.cuda.empty_cache()
         oneflite.cuda.synchronize()
         value = ctypes.c_uint64()
         status = self.cuda.cuMemPoolGetAttribute(
             self.pool, self.CU_MEMPOOL_ATTR_USED_MEM_CURRENT, ctypes.byref(value)
         )
         return value.value if status == 0 else None
+
+    def total(self) -> int:
+        """The device's memory in bytes."""
+        device = ctypes.c_int()
+        total = ctypes.c_size_t()
+        assert self.cuda.cuDeviceGet(ctypes.byref(device), 0) == 0
+        assert self.cuda.cuDeviceTotalMem_v2(ctypes.byref(total), device) == 0
+        return total.value
 
 
 needs_cuda = pytest.mark.skipif(not oneflite.cuda.is_available(), reason="no CUDA GPU")
@@ -725,3 +737,68 @@ def test_cuda_log_softmax_of_a_view_is_correct_after_the_base_is_dropped(cuda_po
         oneflite.float32,
         log=True,
     )
+
+
+# ---- CUDA: the blocks oneflite keeps for reuse -------------------------------------------------
+
+
+def _rounded(nbytes: int) -> int:
+    return (nbytes + 511) // 512 * 512
+
+
+@needs_cuda
+def test_a_dropped_cuda_tensors_block_goes_to_the_next_tensor_of_its_size():
+    values = np.random.default_rng(6).standard_normal((1000, 999))
+    x = make_tensor(values, oneflite.float32, "cuda")
+    y = F.softmax(x, 1)
+    block = _rounded(1000 * 999 * 4)
+    address = y.data_ptr()
+    allocated = oneflite.cuda.memory_allocated()
+    cached = oneflite.cuda.memory_cached()
+    del y
+    gc.collect()
+    assert oneflite.cuda.memory_allocated() == allocated - block
+    assert oneflite.cuda.memory_cached() == cached + block
+    z = F.log_softmax(x, 1)  # queued behind the softmax that wrote the block before
+    assert z.data_ptr() == address
+    assert oneflite.cuda.memory_allocated() == allocated
+    assert oneflite.cuda.memory_cached() == cached
+    assert_close(to_float64(z), log_softmax_ref(values.astype(np.float32), 1), oneflite.float32,
+                 log=True)
+
+
+@needs_cuda
+def test_empty_cache_hands_the_kept_blocks_back_to_the_pool(cuda_pool):
+    baseline = cuda_pool.used()
+    y = F.softmax(make_tensor(np.zeros((256, 65536)), oneflite.float32, "cuda"), 1)
+    del y
+    assert oneflite.cuda.memory_cached() >= 64 * MiB
+    assert cuda_pool.used(empty_cache=False) - baseline >= 64 * MiB  # kept: still the pool's
+    oneflite.cuda.empty_cache()
+    assert oneflite.cuda.memory_cached() == 0
+    assert cuda_pool.used(empty_cache=False) == baseline
+
+
+@needs_cuda
+def test_the_kept_blocks_never_pass_an_eighth_of_the_device(cuda_pool):
+    # Blocks of a fiftieth of the device, each of another size, dropped one after another: the
+    # cache evicts the older sizes rather than growing past its limit.
+    limit = cuda_pool.total() // 8
+    step = cuda_pool.total() // 50 // 512 * 512
+    for k in range(20):
+        t = oneflite._C._empty([(step + 512 * k) // 4], oneflite.float32, oneflite.device("cuda"))
+        del t
+        assert oneflite.cuda.memory_cached() <= limit
+    assert oneflite.cuda.memory_cached() >= step
+    oneflite.cuda.empty_cache()
+
+
+@needs_cuda
+@pytest.mark.parametrize("device", ["cuda", "cuda:0", 0, None])
+def test_memory_counters_take_any_cuda_device_spelling(device):
+    x = oneflite._C._empty([1000], oneflite.float32, oneflite.device("cuda"))
+    assert oneflite.cuda.memory_allocated(device) >= _rounded(4000)
+    assert oneflite.cuda.memory_cached(device) >= 0
+    del x
+    oneflite.cuda.empty_cache(device)
+    assert oneflite.cuda.memory_cached(device) == 0

@@ -32,6 +32,8 @@
 //               512x2, 512x4, 512x8 or 1024x8 (at most 32 values a thread)
 //   rows=N      the warp path's rung with each group taking N (1, 2 or 4) rows at once (rungs
 //               of up to 2 packs a lane)
+//   warp=WxN[xB]  a warp rung the ladder does not have: W lanes a row, N packs of B bytes
+//               (default 16) a lane; one of LabWarpShapes below
 //
 // Every timed call follows an L2 flush (a read of four times the L2 size), as in the benchmark.
 //
@@ -188,6 +190,25 @@ const void* UseBlockKernel(const Options& options, const CudaDeviceInfo& info, P
   return used;
 }
 
+// Warp rungs for the warp=WxN[xB] variant: several packs a lane below 32 lanes, and 8-byte packs
+// (whole packs with no edges for 16-bit rows that start on 8-byte boundaries, e.g. half 100).
+template <typename Fn>
+void ForEachLabWarpShape(Fn&& fn) {
+  fn(WarpShape<2, 2>{});
+  fn(WarpShape<1, 4>{});
+  fn(WarpShape<4, 2>{});
+  fn(WarpShape<2, 4>{});
+  fn(WarpShape<4, 3>{});
+  fn(WarpShape<8, 2>{});
+  fn(WarpShape<4, 4>{});
+  fn(WarpShape<8, 4>{});
+  fn(WarpShape<4, 7>{});
+  fn(WarpShape<32, 1, 8>{});
+  fn(WarpShape<16, 2, 8>{});
+  fn(WarpShape<8, 4, 8>{});
+  fn(WarpShape<4, 7, 8>{});
+}
+
 // The planner's choice, with the variant's one decision undone.
 template <typename T>
 Plan VariantPlan(const Options& options, const std::string& variant, const CudaDeviceInfo& info,
@@ -293,6 +314,31 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
         plan_rows(std::integral_constant<int, 4>{});
       }
     });
+  } else if (variant.rfind("warp=", 0) == 0) {
+    int width = 0, packs = 0, bytes = kPackBytes;
+    if (std::sscanf(variant.c_str(), "warp=%dx%dx%d", &width, &packs, &bytes) < 2) {
+      std::fprintf(stderr, "softmax_lab: bad variant %s\n", variant.c_str());
+      std::exit(2);
+    }
+    bool found = false;
+    ForEachLabWarpShape([&](auto shape) {
+      using Shape = decltype(shape);
+      constexpr int P = PackSize<T, Shape::bytes>::value;
+      if constexpr (Shape::packs * P * sizeof(ComputeType<T>) <= 256) {
+        if (Shape::width != width || Shape::packs != packs || Shape::bytes != bytes) { return; }
+        if (int64_t{Shape::width} * Shape::packs < cols / P) { return; }  // too short a rung
+        found = true;
+        // Rows are ragged unless each starts on a B-byte boundary and holds whole packs (x
+        // itself is cudaMalloc-aligned).
+        const bool ragged = cols % P != 0;
+        if (options.algo == Algorithm::kSoftmax) {
+          PlanWarp<T, Algorithm::kSoftmax, Shape>(info, rows, ragged, plan);
+        } else {
+          PlanWarp<T, Algorithm::kLogSoftmax, Shape>(info, rows, ragged, plan);
+        }
+      }
+    });
+    if (!found) { plan.launch = nullptr; }
   } else if (variant == "path=registers" || variant.rfind("registers=", 0) == 0) {
     // block_registers: the default shape, or B threads of N packs each (registers=BxN).
     int block = 0, packs = 0;
@@ -353,6 +399,7 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
     });
     for (const std::string& variant : options.variants) {
       const Plan plan = VariantPlan<T>(options, variant, info, rows, cols);
+      if (plan.launch == nullptr) { continue; }  // a warp=WxN rung that does not fit the row
       LAB_CHECK(cudaMemset(y, 0xff, bytes));  // NaN: a row the kernel skipped cannot pass
       const float ms = MedianMs(stream, flush, options.reps,
                                 [&] { plan.launch(plan, stream, rows, cols, x, y); });

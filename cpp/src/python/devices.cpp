@@ -36,6 +36,29 @@ void BindDevices(py::module_& m) {
         ep::GetDeviceManager(device)->GetStream(device.index)->Sync();
       },
       py::arg("device"), py::call_guard<py::gil_scoped_release>());
+  auto cuda_manager = [](const Device& device, const char* function) {
+    ONEFLITE_CHECK(device.type == DeviceType::kCUDA, ValueError, function,
+                   ": expected a CUDA device, got '", device.ToString(), "'");
+    return ep::GetDeviceManager(device);
+  };
+  cuda.def(
+      "memory_allocated",
+      [cuda_manager](const Device& device) {
+        return cuda_manager(device, "memory_allocated")->AllocatedBytes(device.index);
+      },
+      py::arg("device"));
+  cuda.def(
+      "memory_cached",
+      [cuda_manager](const Device& device) {
+        return cuda_manager(device, "memory_cached")->CachedBytes(device.index);
+      },
+      py::arg("device"));
+  cuda.def(
+      "empty_cache",
+      [cuda_manager](const Device& device) {
+        cuda_manager(device, "empty_cache")->EmptyCache(device.index);
+      },
+      py::arg("device"));
 
   m.def("_device_backends", [] {
     py::dict out;
