@@ -270,9 +270,14 @@ def test_every_kernel_path_was_reached():
         for path in expected:
             if path not in paths:
                 missing.append(f"{dtype.name}: {path}")
-        for width in (1, 2, 4, 8, 16, 32):
+        # float takes 8 lanes x 2 packs (8 values a lane) where the others take 16 x 1.
+        for width in (1, 2, 4, 8, 32) if dtype == oneflite.float32 else (1, 2, 4, 8, 16, 32):
             if width not in widths:
                 missing.append(f"{dtype.name}: warp thread_group_width={width}")
+        if dtype == oneflite.float32 and not any(
+            "cols_per_thread=8 thread_group_width=8" in p for p in plans
+        ):
+            missing.append("float32: warp 8 x 2 (cols_per_thread=8 thread_group_width=8)")
         # A double warp row holds at most 256 columns, 8 values a lane: always two rows a step.
         for rows in (2,) if dtype == oneflite.float64 else (1, 2):
             if rows not in rows_per_access:

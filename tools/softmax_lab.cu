@@ -32,6 +32,7 @@
 //               512x2, 512x4, 512x8 or 1024x8 (at most 32 values a thread)
 //   rows=N      the warp path's rung with each group taking N (1, 2 or 4) rows at once (rungs
 //               of up to 2 packs a lane)
+//   held=0      block_online without its uncached packs held in registers (all read twice)
 //   warp=WxN[xB]  a warp rung the ladder does not have: W lanes a row, N packs of B bytes
 //               (default 16) a lane; one of LabWarpShapes below
 //
@@ -234,6 +235,8 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
       plan.active_per_sm = MaxActiveBlocksPerSm(kernel, info, plan.block, plan.smem);
       plan.grid = static_cast<int>(std::min<int64_t>(rows, 0x7fffffff));
     }
+  } else if (variant == "held=0" && plan.path == Path::kBlockOnline) {
+    UseBlockKernel<T>(options, info, plan);  // no uncached pack held in registers
   } else if (variant == "copy=registers" && plan.path != Path::kWarp) {
     UseBlockKernel<T, /*kAsyncCopy=*/false>(options, info, plan);
   } else if (variant == "passes=3" && plan.path != Path::kWarp) {
@@ -243,7 +246,7 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
     constexpr int P = PackSize<T>::value;
     ForEachWarpShape([&](auto shape) {
       using Shape = decltype(shape);
-      if constexpr (kWarpShapeFits<T, Shape> && P > 2) {
+      if constexpr (kWarpShapeFor<T, Shape> && P > 2) {
         if (Shape::width != plan.width || Shape::packs * P != plan.cols_per_thread ||
             plan.pack != P) {
           return;
@@ -294,7 +297,7 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
     const int n = std::stoi(variant.substr(5));
     ForEachWarpShape([&](auto shape) {
       using Shape = decltype(shape);
-      if constexpr (kWarpShapeFits<T, Shape> && Shape::packs <= 2) {
+      if constexpr (kWarpShapeFor<T, Shape> && Shape::packs <= 2) {
         if (Shape::width != plan.width ||
             Shape::packs * PackSize<T>::value != plan.cols_per_thread) {
           return;

@@ -3,8 +3,8 @@
 ``{warp-ladder}`` tabulates the rungs of the CUDA warp path (``ForEachWarpShape`` in
 cuda/ep/primitive/softmax_kernels.cuh) and, per dtype, the longest row each rung takes and how
 many rows a thread group handles at once. It fails the build when it no longer finds the
-ladder, the register rule (``kWarpShapeFits`` and ``kWarpLaneBytes``) or the rows rule
-(``kWarpRows``) it reads.
+ladder, the register rule (``kWarpShapeFits`` and ``kWarpLaneBytes``), the rungs dtypes skip
+(``kWarpShapeSkipped``) or the rows rule (``kWarpRows``) it reads.
 """
 
 from __future__ import annotations
@@ -28,6 +28,11 @@ ROWS = re.compile(r"kWarpRows\s*=\s*kPacks\s*\*\s*PackSize<T(?:,\s*kBytes)?>::va
 # `kWarpLaneBytes<T>`, which is `std::is_same_v<T, X> ? N : ... : DEFAULT`.
 FITS = re.compile(r"kWarpShapeFits\s*=\s*Shape::packs\s*\*\s*PackSize<T>::value\s*\*\s*"
                   r"sizeof\(ComputeType<T>\)\s*<=\s*kWarpLaneBytes<T>;")
+# The rung each dtype skips: `std::is_same_v<T, X> ? Shape::width == A && Shape::packs == B
+# : Shape::width == C && Shape::packs == D;` (X skips A x B, every other type C x D).
+SKIPPED = re.compile(r"kWarpShapeSkipped\s*=\s*std::is_same_v<T,\s*([\w:]+)>\s*\?\s*"
+                     r"Shape::width\s*==\s*(\d+)\s*&&\s*Shape::packs\s*==\s*(\d+)\s*:\s*"
+                     r"Shape::width\s*==\s*(\d+)\s*&&\s*Shape::packs\s*==\s*(\d+);")
 LANE_BYTES = re.compile(r"kWarpLaneBytes\s*=\s*(?P<rule>[^;]+);")
 CASE = re.compile(r"std::is_same_v<T,\s*([\w:]+)>\s*\?\s*(\d+)\s*:")
 DEFAULT = re.compile(r":\s*(\d+)\s*$")
@@ -49,15 +54,29 @@ def read_budgets(text: str) -> dict[str, int] | None:
     return {name: int(cases.get(cxx, default.group(1))) for name, _, _, cxx in DTYPES}
 
 
-def read_ladder(text: str) -> tuple[int, list[tuple[int, int, Any]], dict[str, int]]:
-    """(pack bytes, [(lanes, packs, rows per group)], {dtype name: register budget in bytes}).
+def read_skipped(text: str) -> dict[str, tuple[int, int]] | None:
+    """{dtype name: the (lanes, packs) rung it skips}, or None where the rule is not found."""
+    m = SKIPPED.search(text)
+    if m is None:
+        return None
+    named, a, b, c, d = m.group(1), *(int(v) for v in m.groups()[1:])
+    return {name: (a, b) if cxx == named else (c, d) for name, _, _, cxx in DTYPES}
+
+
+def read_ladder(
+    text: str,
+) -> tuple[int, list[tuple[int, int, Any]], dict[str, int], dict[str, tuple[int, int]]]:
+    """(pack bytes, [(lanes, packs, rows per group)], {dtype name: register budget in bytes},
+    {dtype name: the rung it skips}).
 
     rows per group is a number, or a function of the values a lane holds.
     """
     pack, ladder, budgets = PACK_BYTES.search(text), LADDER.search(text), read_budgets(text)
-    if not (pack and ladder and budgets):
+    skipped = read_skipped(text)
+    if not (pack and ladder and budgets and skipped):
         missing = [n for n, m in (("kPackBytes", pack), ("ForEachWarpShape", ladder),
-                                  ("kWarpShapeFits / kWarpLaneBytes", budgets)) if not m]
+                                  ("kWarpShapeFits / kWarpLaneBytes", budgets),
+                                  ("kWarpShapeSkipped", skipped)) if not m]
         raise ValueError(f"{KERNELS.name}: can't read {', '.join(missing)}")
     rows_rule = ROWS.search(text)
     rungs: list[tuple[int, int, Any]] = []
@@ -71,7 +90,7 @@ def read_ladder(text: str) -> tuple[int, list[tuple[int, int, Any]], dict[str, i
             raise ValueError(f"{KERNELS.name}: can't read kWarpRows")
     if not rungs:
         raise ValueError(f"{KERNELS.name}: ForEachWarpShape lists no WarpShape")
-    return int(pack.group(1)), rungs, budgets
+    return int(pack.group(1)), rungs, budgets, skipped
 
 
 def _row(cells: list[str], header: bool = False) -> nodes.row:
@@ -89,7 +108,7 @@ class WarpLadder(SphinxDirective):
     def run(self) -> list[nodes.Node]:
         self.env.note_dependency(str(KERNELS))
         try:
-            pack_bytes, rungs, budgets = read_ladder(KERNELS.read_text())
+            pack_bytes, rungs, budgets, skipped = read_ladder(KERNELS.read_text())
         except (OSError, ValueError) as error:
             raise self.error(f"warp-ladder: {error}") from None
         header = ["lanes per row", "packs per lane",
@@ -99,7 +118,8 @@ class WarpLadder(SphinxDirective):
             cells = [str(lanes), str(packs)]
             for name, size, compute, _ in DTYPES:
                 per_pack = pack_bytes // size
-                if packs * per_pack * compute > budgets[name]:
+                too_big = packs * per_pack * compute > budgets[name]
+                if too_big or skipped[name] == (lanes, packs):
                     cells.append("\u2013")
                     continue
                 group_rows = rows(packs * per_pack) if callable(rows) else rows

@@ -219,7 +219,7 @@ def row_window() -> Svg:
 def warp_path() -> Svg:
     svg = Svg(760, 600, "The warp path: thread groups, interleaved packs, butterfly reduction")
     svg.text(20, 26, "1. A warp of 32 lanes, split into thread groups", size=14, weight="bold")
-    svg.text(20, 46, "float32, cols = 64 (16 packs): thread_group_width = 16, 1 pack per lane, "
+    svg.text(20, 46, "float16, cols = 128 (16 packs): thread_group_width = 16, 1 pack per lane, "
              "2 rows per access", size=12.5, fill=MUTED)
     lane_w, lx, ly = 21, 26, 62
     for lane in range(32):

@@ -736,7 +736,7 @@ __device__ __forceinline__ int PacksOwned(Index window, int tid) {
 // float (with kAsyncCopy = false: cp.async moves bytes as they are) caches a 16-bit row widened
 // to float, twice the shared memory, and never converts it again.
 template <typename T, Algorithm kAlgorithm, int kBlock, bool kAsyncCopy = true,
-          bool kOnlineNormalizer = true, typename Cache = T>
+          bool kOnlineNormalizer = true, typename Cache = T, int kHeld = 0>
 __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
     BlockSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int64_t cols,
                        int cached_packs, bool y_vector_ok) {
@@ -839,7 +839,6 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
   // overwrites only slots it has finished reading itself.
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     prefetch(row);
-    __pipeline_wait_prior(0);
 
     const T* x_row = x + row * cols;
     T* y_row = y + row * cols;
@@ -860,6 +859,18 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
       return (x_row - head) + (tid + static_cast<int64_t>(i) * kBlock) * P;
     };
     auto x_pack = [&](int i) { return *reinterpret_cast<const Pack<T>*>(x_pack_at(i)); };
+    // This thread's packs from `first_read` on are read from x in each pass.
+    const int first_read = n_cached + kHeld;
+
+    // The first kHeld uncached packs, loaded while the copies fly and held in registers for
+    // both passes; -inf past the row and for edge packs (done alone, below).
+    Pack<T> held[kHeld > 0 ? kHeld : 1];
+#pragma unroll
+    for (int h = 0; h < kHeld; ++h) {
+      const int i = n_cached + h;
+      held[h] = LoadPackOrNegativeInfinity(x_pack_at(i), i < owned && !is_edge(i));
+    }
+    __pipeline_wait_prior(0);
 
     // Cached edge packs hold a neighbouring row's elements outside the row: make them -inf, so
     // that the passes treat every cached pack alike.
@@ -874,20 +885,30 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
       }
     }
 
+    // Held pack h, by selects (an array indexed at run time would live in local memory).
+    auto held_pack = [&](int h) {
+      Pack<T> pack = held[0];
+#pragma unroll
+      for (int k = 1; k < kHeld; ++k) {
+        if (h == k) { pack = held[k]; }
+      }
+      return pack;
+    };
+    // This thread's pack i, from the cache, the held packs or x; -inf outside the row and for
+    // uncached edge packs.
+    auto pack_at = [&](int i) {
+      if (i < n_cached) { return read_cache(i); }
+      if (i < first_read) { return widen(held_pack(i - n_cached)); }
+      return widen(LoadPackOrNegativeInfinity(x_pack_at(i), i < owned && !is_edge(i)));
+    };
+
     // Calls visit(packs, count) for this thread's packs in batches of U, `count` of each batch
     // in the row (the rest -inf), then for each uncached edge pack alone.
     auto for_each_batch = [&](auto&& visit) {
       for (int i0 = 0; i0 < owned; i0 += U) {
         CachePack packs[U];
 #pragma unroll
-        for (int u = 0; u < U; ++u) {
-          const int i = i0 + u;
-          if (i < n_cached) {
-            packs[u] = read_cache(i);
-          } else {
-            packs[u] = widen(LoadPackOrNegativeInfinity(x_pack_at(i), i < owned && !is_edge(i)));
-          }
-        }
+        for (int u = 0; u < U; ++u) { packs[u] = pack_at(i0 + u); }
         visit(packs, owned - i0);
       }
 #pragma unroll 1
@@ -939,8 +960,8 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const int i = i0 + u;
-        if (i < n_cached) {
-          packs[u] = read_cache(i);
+        if (i < first_read) {
+          packs[u] = pack_at(i);
         } else if (i < owned && !is_edge(i)) {
           packs[u] = widen(x_pack(i));
         }
@@ -1092,10 +1113,10 @@ void LaunchWarp(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t col
 }
 
 template <typename T, Algorithm kAlgorithm, int kBlock, bool kAsyncCopy = true,
-          bool kOnlineNormalizer = true, typename Cache = T>
+          bool kOnlineNormalizer = true, typename Cache = T, int kHeld = 0>
 void LaunchBlock(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols, const void* x,
                  void* y) {
-  BlockSoftmaxKernel<T, kAlgorithm, kBlock, kAsyncCopy, kOnlineNormalizer, Cache>
+  BlockSoftmaxKernel<T, kAlgorithm, kBlock, kAsyncCopy, kOnlineNormalizer, Cache, kHeld>
       <<<plan.grid, kBlock, plan.smem, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
                                                  rows, cols, plan.cached_packs,
                                                  SameAlignment(x, y));
@@ -1111,9 +1132,10 @@ void LaunchBlockRegisters(const Plan& plan, cudaStream_t stream, int64_t rows, i
   ONEFLITE_CUDA_CHECK_LAUNCH();
 }
 
-// The warp ladder, shortest rows first. Rungs below 32 lanes hold one pack per lane; with 32
-// lanes the packs per lane grow in steps that keep the padding small. A dtype uses the rungs
-// that keep its row within 64 registers a lane (float and half: 2048 cols), 96 for bfloat16
+// The warp ladder, shortest rows first. Rungs below 32 lanes hold one pack per lane, except
+// float's 8 x 2, which takes rows of 9-16 packs (33-64 columns) in place of 16 x 1 (kWarpShapeFor);
+// with 32 lanes the packs per lane grow in steps that keep the padding small. A dtype uses the
+// rungs that keep its row within 64 registers a lane (float and half: 2048 cols), 96 for bfloat16
 // (3072 cols; 138 registers in all, no spills), or 16 for double (256 cols), whose exp needs
 // many registers of its own (kWarpLaneBytes).
 template <typename Fn>
@@ -1122,6 +1144,7 @@ void ForEachWarpShape(Fn&& fn) {
   fn(WarpShape<2, 1>{});
   fn(WarpShape<4, 1>{});
   fn(WarpShape<8, 1>{});
+  fn(WarpShape<8, 2>{});
   fn(WarpShape<16, 1>{});
   fn(WarpShape<32, 1>{});
   fn(WarpShape<32, 2>{});
@@ -1147,12 +1170,27 @@ template <typename T, typename Shape>
 constexpr bool kWarpShapeFits =
     Shape::packs * PackSize<T>::value * sizeof(ComputeType<T>) <= kWarpLaneBytes<T>;
 
+// The rung each dtype skips: float takes 8 x 2 and not 16 x 1 (the same 16 packs), the others
+// the reverse. Measured on an H200 (tools/softmax_lab.cu, warp=8x2 against 16 x 1): float 64
+// columns 0.95 -> 0.97-0.98x copy, 40 columns 0.90 -> 0.92-0.93 (log_softmax 0.84 -> 0.92-0.93),
+// 48 level to +2%: a quarter of the warp a row, so fewer shuffles and twice the values a lane per
+// row's overhead. Half measured level there (100 columns, 0.87 against 0.86), so the 16-bit types
+// keep 16 x 1.
+template <typename T, typename Shape>
+constexpr bool kWarpShapeSkipped = std::is_same_v<T, float>
+                                       ? Shape::width == 16 && Shape::packs == 1
+                                       : Shape::width == 8 && Shape::packs == 2;
+
+// Whether dtype T climbs rung Shape.
+template <typename T, typename Shape>
+constexpr bool kWarpShapeFor = kWarpShapeFits<T, Shape> && !kWarpShapeSkipped<T, Shape>;
+
 template <typename T>
 int64_t MaxWarpPacks() {
   int64_t most = 0;
   ForEachWarpShape([&](auto shape) {
     using Shape = decltype(shape);
-    if constexpr (kWarpShapeFits<T, Shape>) {
+    if constexpr (kWarpShapeFor<T, Shape>) {
       most = std::max<int64_t>(most, Shape::width * Shape::packs);
     }
   });
@@ -1210,6 +1248,11 @@ void PlanWarp(const CudaDeviceInfo& info, int64_t rows, bool ragged, Plan& plan)
           MaxActiveBlocksPerSm(kernel, info, kWarpBlockSize, 0), /*persistent=*/false);
 }
 
+// The uncached packs a block_online thread holds in registers from pass 1 to pass 2, so that
+// they are read once (the rest are read again in pass 2): enough for 16-bit rows of 65536 columns
+// on two blocks of 512 an SM and float ones on one block of 1024 (2 and 1.8 packs a thread).
+constexpr int kOnlineHeldPacks = 2;
+
 // For a row that only one block per SM can cache whole: two blocks of half the largest size per
 // SM instead, each caching what half of the SM's shared memory holds and reading the rest of the
 // row twice (block_online; the second read mostly hits L2). With one block, nothing on the SM
@@ -1219,7 +1262,8 @@ void PlanWarp(const CudaDeviceInfo& info, int64_t rows, bool ragged, Plan& plan)
 template <typename T, Algorithm kAlgorithm>
 bool PlanTwoPerSm(const CudaDeviceInfo& info, int64_t rows, int64_t window, Plan& plan) {
   constexpr int kBlock = kMaxBlockSize<T> / 2;
-  const auto* kernel = reinterpret_cast<const void*>(&BlockSoftmaxKernel<T, kAlgorithm, kBlock>);
+  const auto* kernel = reinterpret_cast<const void*>(
+      &BlockSoftmaxKernel<T, kAlgorithm, kBlock, true, true, T, kOnlineHeldPacks>);
   // Half the SM's shared memory, less the 1 KiB the runtime reserves per block and a margin for
   // the kernel's static shared memory (BlockAllReduce's posts).
   const size_t half = static_cast<size_t>(info.max_shared_memory_per_sm) / 2;
@@ -1235,7 +1279,7 @@ bool PlanTwoPerSm(const CudaDeviceInfo& info, int64_t rows, int64_t window, Plan
   plan.block = kBlock;
   plan.cached_packs = static_cast<int>(cached);
   plan.smem = used;
-  plan.launch = &LaunchBlock<T, kAlgorithm, kBlock>;
+  plan.launch = &LaunchBlock<T, kAlgorithm, kBlock, true, true, T, kOnlineHeldPacks>;
   SetGrid(plan, rows, info, active, /*persistent=*/false);
   return true;
 }
@@ -1336,7 +1380,7 @@ Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_
     bool chosen = false;
     ForEachWarpShape([&](auto shape) {
       using Shape = decltype(shape);
-      if constexpr (kWarpShapeFits<T, Shape>) {
+      if constexpr (kWarpShapeFor<T, Shape>) {
         if (chosen || Shape::width * Shape::packs < whole_packs) { return; }
         chosen = true;
         PlanWarp<T, kAlgorithm, Shape>(info, rows, cols % P != 0 || !x_aligned, plan);
@@ -1400,7 +1444,8 @@ Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_
   // of it as fits, and re-reads only the rest. One row per SM at a time keeps that re-read close
   // behind the first read, so it usually hits L2.
   constexpr int kBlock = kMaxBlockSize<T>;
-  const auto* kernel = reinterpret_cast<const void*>(&BlockSoftmaxKernel<T, kAlgorithm, kBlock>);
+  const auto* kernel = reinterpret_cast<const void*>(
+      &BlockSoftmaxKernel<T, kAlgorithm, kBlock, true, true, T, kOnlineHeldPacks>);
   plan.path = Path::kBlockOnline;
   plan.block = kBlock;
   plan.cached_packs = static_cast<int>(MaxDynamicSmem(kernel, info) / kPackBytes);
@@ -1408,7 +1453,7 @@ Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_
   // Pass 2 stages element-wise stores of uncached packs in each thread's first slot.
   ONEFLITE_CHECK(plan.cached_packs >= kBlock, RuntimeError, "softmax: ", plan.smem,
                  " bytes of shared memory per block are too few for the block_online path");
-  plan.launch = &LaunchBlock<T, kAlgorithm, kBlock>;
+  plan.launch = &LaunchBlock<T, kAlgorithm, kBlock, true, true, T, kOnlineHeldPacks>;
   SetGrid(plan, rows, info, MaxActiveBlocksPerSm(kernel, info, kBlock, plan.smem),
           /*persistent=*/false);
   return plan;
