@@ -4,10 +4,11 @@ holds on each GPU.
 Device memory comes from the device's stream-ordered pool (cudaMallocAsync). A tensor's block,
 once the tensor is dropped, is kept for the next tensor of the same size rather than handed
 back: handing it back queues an operation on the GPU's stream, which costs about 0.6 us of GPU
-time between two kernels (an H200). ``memory_allocated`` counts the bytes of live tensors, ``memory_cached`` the bytes
-kept (at most an eighth of the device's memory), and ``empty_cache`` hands the kept blocks back
-to the pool, where other allocations, oneflite's or another library's, can use them. An
-allocation the pool cannot satisfy empties the cache and tries again.
+time between two kernels (an H200). ``memory_allocated`` counts the bytes of live tensors,
+``memory_cached`` the bytes kept (at most an eighth of the device's memory), and
+``empty_cache`` hands the kept blocks back to the pool, where other allocations, oneflite's or
+another library's, can use them. An allocation the pool cannot satisfy empties the cache and
+tries again.
 """
 
 from __future__ import annotations
