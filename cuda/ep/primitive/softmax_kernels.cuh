@@ -437,6 +437,12 @@ struct ShiftedOutput {
   using C = ComputeType<T>;
   __device__ __forceinline__ explicit ShiftedOutput(C sum)
       : scale(kAlgorithm == Algorithm::kSoftmax ? Reciprocal(sum) : RowLog<T>(sum)) {}
+  // From a scale computed already (the log a group shares, below).
+  __device__ __forceinline__ static ShiftedOutput FromScale(C scale) {
+    ShiftedOutput output(C(1));
+    output.scale = scale;
+    return output;
+  }
   __device__ __forceinline__ C operator()(C value) const {
     return kAlgorithm == Algorithm::kSoftmax ? value * scale : value - scale;
   }
@@ -542,11 +548,33 @@ __global__ void __launch_bounds__(kWarpBlockSize, kWarpMinBlocksPerSm<T>)
       row_sum[r] = GroupAllReduce<kWidth>(s, [](C a, C b) { return a + b; });
     }
 
+    // float and double log_softmax: the group's kRows logs in one call of the library log,
+    // lane r of the group taking row r's, then handed round by shuffles (a full logf is about 20
+    // instructions, as many as a lane's values of a short row cost). Every lane of a group holds
+    // the same bits of each row's sum, so every lane ends with the same bits of each log.
+    constexpr bool kSharedLog =
+        kAlgorithm == Algorithm::kLogSoftmax && !kIs16Bit<T> && kRows > 1 && kRows <= kWidth;
+    C row_log[kRows];
+    if constexpr (kSharedLog) {
+      C mine = row_sum[0];
+#pragma unroll
+      for (int r = 1; r < kRows; ++r) {
+        if (lane_in_group == r) { mine = row_sum[r]; }
+      }
+      const C log = RowLog<T>(mine);
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        row_log[r] = __shfl_sync(0xffffffffu, log, group * kWidth + r);
+      }
+    }
+
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       const int64_t row = tile + r * kGroups + group;
       T* y_row = y + row * cols;
-      const ShiftedOutput<T, kAlgorithm> output(row_sum[r]);
+      const ShiftedOutput<T, kAlgorithm> output =
+          kSharedLog ? ShiftedOutput<T, kAlgorithm>::FromScale(row_log[r])
+                     : ShiftedOutput<T, kAlgorithm>(row_sum[r]);
 #pragma unroll
       for (int n = 0; n < kPacks; ++n) {
         C out[P];
