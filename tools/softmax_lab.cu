@@ -34,7 +34,7 @@
 //               of up to 2 packs a lane)
 //   held=0      block_online without its uncached packs held in registers (all read twice)
 //   warp=WxN[xB]  a warp rung the ladder does not have: W lanes a row, N packs of B bytes
-//               (default 16) a lane; one of LabWarpShapes below
+//               (default 16) a lane; one of ForEachLabWarpShape's below
 //
 // Every timed call follows an L2 flush (a read of four times the L2 size), as in the benchmark.
 //
@@ -327,7 +327,7 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
     ForEachLabWarpShape([&](auto shape) {
       using Shape = decltype(shape);
       constexpr int P = PackSize<T, Shape::bytes>::value;
-      if constexpr (Shape::packs * P * sizeof(ComputeType<T>) <= 256) {
+      if constexpr (Shape::packs * P * sizeof(ComputeType<T>) <= kWarpLaneBytes<T>) {
         if (Shape::width != width || Shape::packs != packs || Shape::bytes != bytes) { return; }
         if (int64_t{Shape::width} * Shape::packs < cols / P) { return; }  // too short a rung
         found = true;
@@ -341,7 +341,11 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
         }
       }
     });
-    if (!found) { plan.launch = nullptr; }
+    if (!found) {
+      std::fprintf(stderr, "softmax_lab: %s: no such lab rung, or too short for %lld columns\n",
+                   variant.c_str(), static_cast<long long>(cols));
+      plan.launch = nullptr;
+    }
   } else if (variant == "path=registers" || variant.rfind("registers=", 0) == 0) {
     // block_registers: the default shape, or B threads of N packs each (registers=BxN).
     int block = 0, packs = 0;

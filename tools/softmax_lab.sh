@@ -4,7 +4,8 @@
 #   tools/softmax_lab.sh [--dtype half|bfloat16|float|double ...] [--algo ...] [--cols ...]
 #                        [--variant default|grid=tiles|grid=persistent|path=block|smem=48k|
 #                                   online=N|block=N|copy=registers|passes=3|pack=2|
-#                                   cache=float|path=registers|registers=BxN|rows=N ...]
+#                                   cache=float|path=registers|registers=BxN|rows=N|
+#                                   held=0|warp=WxN[xB] ...]
 #                        [--reps N]
 #
 # The variants are described at the top of tools/softmax_lab.cu.
