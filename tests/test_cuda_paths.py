@@ -3,7 +3,8 @@ memcheck, racecheck, initcheck and synccheck (so it keeps launches few and small
 quick check in the normal suite.
 
 Row lengths are picked to reach each rung of the warp ladder (every thread-group width, one and
-two rows per access, each packs-per-lane count) for every dtype, then the block paths: float's
+two rows per access, each packs-per-lane count) for every dtype, each rung of the warp_tile
+ladder (lanes a row x words a lane) for float and the 16-bit types, then the block paths: float's
 block_registers at each of its shapes, the shared-memory path (16-bit rows at three of its
 block sizes) and the online path for rows past shared memory. Each shape runs from an aligned
 start and from one row in (off a 16-byte boundary for most lengths), for softmax and
@@ -34,13 +35,19 @@ OPS = {"softmax": (F.softmax, softmax_ref), "log_softmax": (F.log_softmax, log_s
 
 # Row lengths reaching every warp rung of every dtype (16-byte packs: 8 halves, 4 floats, 2
 # doubles; the rung is the first whose lanes x packs cover the row's whole packs, cols // pack,
-# its edge columns held beside them), each shape of float's
+# its edge columns held beside them), every warp_tile rung (a row of W * K 32-bit words, K odd,
+# takes W lanes of the first of 9, 13, 17 and 25 words at or above K, if K >= 7: 16-bit rows of
+# 2 * W * K columns, float rows of W * K, for W = 1, 2, 4, 8; 14 columns reach the 7-word end),
+# each shape of float's
 # block_registers (1000, 1534, 3072, 8192, 12345 and 32768 columns), the shared-memory path
 # (double from 258, float from 2049 where block_registers does not take the row, half from 2049
 # and bfloat16 from 3073: 64 threads up to 5120 columns, then 128, 256 from 16384) and the online
 # path (float past 32768 columns, half ~116k, double ~29k).
-COLS = [1, 2, 3, 5, 6, 10, 14, 20, 31, 33, 64, 65, 129, 254, 257, 506, 513, 1000, 1025, 1534, 2500,
-        3072, 4097, 8192, 12345, 16384, 32768, 65536, 100003, 262144]  # fmt: skip
+COLS = [1, 2, 3, 5, 6, 9, 10, 12, 13, 14, 17, 18, 20, 25, 26, 31, 33, 34, 36, 50, 52, 64, 65, 68,
+        72, 100, 104, 129, 136, 144, 200, 208, 254, 257, 272, 400, 506, 513, 1000, 1025, 1534,
+        2500, 3072, 4097, 8192, 12345, 16384, 32768, 65536, 100003, 262144]  # fmt: skip
+TILE_WIDTHS = (1, 2, 4, 8)
+TILE_WORDS = (9, 13, 17, 25)
 
 # What each aligned launch's plan said, per dtype: filled by the tests, read by the last one.
 PLANS: dict[str, set[str]] = defaultdict(set)
@@ -247,8 +254,11 @@ def test_every_kernel_path_was_reached():
     for dtype in FLOATS:
         plans = PLANS[dtype.name]
         paths = {p.split(": ", 1)[1].split(":")[0] for p in plans}
-        widths = {int(w) for p in plans for w in re.findall(r"thread_group_width=(\d+)", p)}
+        warp_plans = [p for p in plans if p.split(": ", 1)[1].startswith("warp:")]
+        widths = {int(w) for p in warp_plans for w in re.findall(r"thread_group_width=(\d+)", p)}
         rows_per_access = {int(r) for p in plans for r in re.findall(r"rows_per_access=(\d+)", p)}
+        tile_re = r"warp_tile: .*cols_per_thread=(\d+) thread_group_width=(\d+)"
+        tiles = {(int(w), int(c)) for p in plans for c, w in re.findall(tile_re, p)}
         blocks = defaultdict(set)  # block sizes each block path was launched with
         for p in plans:
             path = p.split(": ", 1)[1].split(":")[0]
@@ -263,6 +273,13 @@ def test_every_kernel_path_was_reached():
                                    f"cols_per_thread={shape[1]}")
         else:
             expected = ("warp", "block_smem", "block_online")
+        if dtype != oneflite.float64:
+            expected = (*expected, "warp_tile")
+            per_word = 1 if dtype == oneflite.float32 else 2
+            for width in TILE_WIDTHS:
+                for words in TILE_WORDS:
+                    if (width, words * per_word) not in tiles:
+                        missing.append(f"{dtype.name}: warp_tile {width} lanes x {words} words")
         if dtype in (oneflite.float16, oneflite.bfloat16):
             for block in (64, 128, 256):
                 if block not in blocks["block_smem"]:

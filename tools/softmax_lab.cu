@@ -35,6 +35,8 @@
 //   held=0      block_online without its uncached packs held in registers (all read twice)
 //   warp=WxN[xB]  a warp rung the ladder does not have: W lanes a row, N packs of B bytes
 //               (default 16) a lane; one of ForEachLabWarpShape's below
+//   tile=WxN[xT]  warp_tile with W lanes a row, N words a lane and T tiles a warp (default 1);
+//               one of ForEachLabTileShape's below
 //
 // Every timed call follows an L2 flush (a read of four times the L2 size), as in the benchmark.
 //
@@ -210,6 +212,26 @@ void ForEachLabWarpShape(Fn&& fn) {
   fn(WarpShape<4, 7, 8>{});
 }
 
+// warp_tile rungs for the tile=WxN variant: W lanes a row, N words a lane.
+template <typename Fn>
+void ForEachLabTileShape(Fn&& fn) {
+  fn(TileShape<1, 13>{});
+  fn(TileShape<1, 25>{});
+  fn(TileShape<1, 25, 2>{});
+  fn(TileShape<2, 13>{});
+  fn(TileShape<4, 13>{});
+  fn(TileShape<8, 13>{});
+  fn(TileShape<2, 25>{});
+  fn(TileShape<4, 25>{});
+  fn(TileShape<8, 25>{});
+  fn(TileShape<2, 13, 2>{});
+  fn(TileShape<4, 13, 2>{});
+  fn(TileShape<8, 13, 2>{});
+  fn(TileShape<2, 25, 2>{});
+  fn(TileShape<4, 25, 2>{});
+  fn(TileShape<8, 25, 2>{});
+}
+
 // The planner's choice, with the variant's one decision undone.
 template <typename T>
 Plan VariantPlan(const Options& options, const std::string& variant, const CudaDeviceInfo& info,
@@ -343,6 +365,38 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
     });
     if (!found) {
       std::fprintf(stderr, "softmax_lab: %s: no such lab rung, or too short for %lld columns\n",
+                   variant.c_str(), static_cast<long long>(cols));
+      plan.launch = nullptr;
+    }
+  } else if (variant.rfind("tile=", 0) == 0) {
+    int width = 0, words = 0, tiles = 1;
+    if (std::sscanf(variant.c_str(), "tile=%dx%dx%d", &width, &words, &tiles) < 2) {
+      std::fprintf(stderr, "softmax_lab: bad variant %s\n", variant.c_str());
+      std::exit(2);
+    }
+    bool found = false;
+    if constexpr (!std::is_same_v<T, double>) {
+      constexpr int kPerWord = PackSize<T, 4>::value;
+      ForEachLabTileShape([&](auto shape) {
+        using Shape = decltype(shape);
+        if constexpr (Shape::words * kPerWord <= 64) {
+          const int64_t row_words = cols / kPerWord;
+          if (Shape::width != width || Shape::words != words || Shape::tiles != tiles ||
+              cols % kPerWord != 0 || int64_t{Shape::width} * Shape::words < row_words ||
+              kTileRows<Shape::width> * row_words % 4 != 0) {
+            return;
+          }
+          found = true;
+          if (options.algo == Algorithm::kSoftmax) {
+            PlanTile<T, Algorithm::kSoftmax, Shape>(info, rows, cols, plan);
+          } else {
+            PlanTile<T, Algorithm::kLogSoftmax, Shape>(info, rows, cols, plan);
+          }
+        }
+      });
+    }
+    if (!found) {
+      std::fprintf(stderr, "softmax_lab: %s: no such lab rung, or it does not hold %lld columns\n",
                    variant.c_str(), static_cast<long long>(cols));
       plan.launch = nullptr;
     }

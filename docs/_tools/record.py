@@ -27,7 +27,7 @@ from typing import Any
 
 DEST = Path(__file__).resolve().parent.parent / "_static" / "bench"
 NO_GPU = "No GPU results recorded yet."
-PATHS = ("warp", "block_registers", "block_smem", "block_online")
+PATHS = ("warp", "warp_tile", "block_registers", "block_smem", "block_online")
 
 # departures.md is not among these: it quotes tools/softmax_lab.sh's ablations (lab_h200.txt
 # beside it), which this script neither runs nor reads, so `reset` leaves it alone.

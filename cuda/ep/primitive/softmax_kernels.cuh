@@ -11,6 +11,12 @@
 //   block_online  one block per row for rows longer than its cache (rows past shared memory,
 //                 or two blocks sharing an SM's): as much of the row as fits is cached, the rest
 //                 is read twice, the second time usually from L2.
+//   block_registers  one block per row, the row in its threads' registers (float rows of
+//                 768-32768 columns that fill one of its shapes).
+//   warp_tile     short rows whose 32-bit word count is an odd 7-25 times 1, 2, 4 or 8 (half
+//                 100: 50 words, 2 x 25): a warp copies two tiles of whole rows into shared
+//                 memory as a copy kernel would, and computes each row there with a few lanes.
+//                 Reads x once.
 //
 // Every path launches one block per tile of rows (SetGrid).
 //
@@ -1076,6 +1082,146 @@ __global__ void __launch_bounds__(kBlock)
   }
 }
 
+// ---- Path 5: warp_tile, a warp's tile of short rows staged through shared memory -------------
+
+constexpr int kTileBlockSize = 128;
+
+// One rung of the warp_tile ladder: kWidth lanes share a row, each holding up to kWords 32-bit
+// words of it (two values of a 16-bit type, or one float); each warp takes kTiles tiles, the
+// copy of the next in flight while it computes the one before.
+template <int kWidth, int kWords, int kTiles = 1>
+struct TileShape {
+  static constexpr int width = kWidth;
+  static constexpr int words = kWords;
+  static constexpr int tiles = kTiles;
+};
+
+// Rows of a warp's tile: one a group of kWidth lanes.
+template <int kWidth>
+constexpr int kTileRows = kWarpSize / kWidth;
+
+// One tile, copied into `words` already (the copies this thread requested have landed, and the
+// warp has passed __syncwarp): each group of kWidth lanes computes its row, lane l taking the
+// row's words l, l + kWidth, ... into registers, and writes the outputs back over the inputs;
+// then the warp stores the tile to y, which is 16-byte aligned where x is.
+template <typename T, Algorithm kAlgorithm, int kWidth, int kWords>
+__device__ __forceinline__ void TileRows(uint32_t* words, int n_words, int row_words,
+                                         T* y_tile) {
+  using C = ComputeType<T>;
+  using Word = Pack<T, 4>;
+  constexpr int kPerWord = PackSize<T, 4>::value;
+  const int lane = threadIdx.x % kWarpSize;
+  const int group = lane / kWidth;
+  const int lane_in_group = lane % kWidth;
+  const int live_words = group * row_words < n_words ? row_words : 0;  // 0: a row past the end
+  uint32_t* const row = words + group * row_words;
+  Word in[kWords];  // -inf past the row
+#pragma unroll
+  for (int k = 0; k < kWords; ++k) {
+    const int i = k * kWidth + lane_in_group;
+    PackWords<4> word;
+    word.elem[0] = i < live_words ? row[i] : NegativeInfinityWord<T>(0);
+    in[k] = FromWords<T>(word);
+  }
+  C v[kWords * kPerWord];
+#pragma unroll
+  for (int i = 0; i < kWords * kPerWord; ++i) {
+    v[i] = ToCompute(in[i / kPerWord].elem[i % kPerWord]);
+  }
+  const C row_max =
+      GroupAllReduce<kWidth>(PackMax<T, 4, kWords>(in), [](C a, C b) { return Max(a, b); });
+  C sum = 0;
+#pragma unroll
+  for (int i = 0; i < kWords * kPerWord; ++i) { Shift<T, kAlgorithm>(v[i], row_max, sum); }
+  const ShiftedOutput<T, kAlgorithm> output(
+      GroupAllReduce<kWidth>(sum, [](C a, C b) { return a + b; }));
+#pragma unroll
+  for (int k = 0; k < kWords; ++k) {
+    const int i = k * kWidth + lane_in_group;
+    C out[kPerWord];
+#pragma unroll
+    for (int j = 0; j < kPerWord; ++j) { out[j] = output(v[k * kPerWord + j]); }
+    const Word word = MakePack<T, 4>(out);
+    if (i < live_words) { memcpy(&row[i], &word, 4); }
+  }
+  __syncwarp();
+
+  const int n_packs = n_words / 4;
+  auto* const y_words = reinterpret_cast<uint32_t*>(y_tile);
+  for (int p = lane; p < n_packs; p += kWarpSize) {
+    __stwb(reinterpret_cast<uint4*>(y_words) + p, reinterpret_cast<const uint4*>(words)[p]);
+  }
+  for (int w = 4 * n_packs + lane; w < n_words; w += kWarpSize) { y_words[w] = words[w]; }
+}
+
+// x, y: (rows, cols) row-major, both 16-byte aligned, a row a whole number of 32-bit words
+// (cols * sizeof(T) % 4 == 0), float or a 16-bit type, and kTileRows<kWidth> rows a whole number
+// of 16-byte packs. Each warp takes kTiles tiles of kTileRows<kWidth> consecutive rows, which lie
+// back to back in x: one span of whole packs. For each, the warp
+//
+//   1. copies the span into its own slice of shared memory with cp.async, 16 bytes a lane, as a
+//      copy kernel reads (no padding, no edge columns, whatever the rows' alignment);
+//   2. computes the rows from there (TileRows);
+//   3. stores the span to y as 16-byte packs.
+//
+// All of a warp's tiles are requested at once, so the copies of the later ones land while it
+// computes the earlier ones; only __syncwarp orders the steps, so the SM's other warps overlap
+// one warp's copies with their arithmetic too. Where the warp path spreads a row of 100 halves
+// over 16 lanes of one 16-byte pack each (a quarter of them padding, plus the edge columns of
+// every other row), here 2 lanes hold 25 words each, and a row's max and sum take one shuffle
+// step each, not four. Blocks stride over the row tiles, in case the grid is capped.
+template <typename T, Algorithm kAlgorithm, int kWidth, int kWords, int kTiles>
+__global__ void __launch_bounds__(kTileBlockSize)
+    TileSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int cols) {
+  static_assert(!std::is_same_v<T, double>, "rows of whole 32-bit words of T");
+  constexpr int kPerWord = PackSize<T, 4>::value;
+  constexpr int kRows = kTileRows<kWidth>;
+  constexpr int kWarps = kTileBlockSize / kWarpSize;
+  constexpr int64_t kBlockRows = int64_t{kWarps} * kTiles * kRows;
+  extern __shared__ uint4 tile_smem[];
+  const int lane = threadIdx.x % kWarpSize;
+  const int warp = threadIdx.x / kWarpSize;
+  const int row_words = cols / kPerWord;
+  const int tile_words = kRows * row_words;
+  uint32_t* const words = reinterpret_cast<uint32_t*>(tile_smem) + warp * kTiles * tile_words;
+  for (int64_t block_row = blockIdx.x * kBlockRows; block_row < rows;
+       block_row += gridDim.x * kBlockRows) {
+    const int64_t first_row = block_row + int64_t{warp} * kTiles * kRows;
+    const uint32_t* const x_words = reinterpret_cast<const uint32_t*>(x) + first_row * row_words;
+    int n_words[kTiles];  // each tile's words: fewer in the tensor's last tile, 0 past the end
+#pragma unroll
+    for (int t = 0; t < kTiles; ++t) {
+      const int64_t left = rows - (first_row + t * kRows);
+      n_words[t] = static_cast<int>(max(int64_t{0}, min(static_cast<int64_t>(kRows), left))) *
+                   row_words;
+    }
+    // Tile t's copies are pipeline stage t. The tensor's last tile may end in 1-3 words past its
+    // last whole pack; those are loaded through registers.
+#pragma unroll
+    for (int t = 0; t < kTiles; ++t) {
+      const int base = t * tile_words;
+      const int n_packs = n_words[t] / 4;
+      for (int p = lane; p < n_packs; p += kWarpSize) {
+        __pipeline_memcpy_async(words + base + 4 * p, x_words + base + 4 * p, kPackBytes);
+      }
+      __pipeline_commit();
+      for (int w = 4 * n_packs + lane; w < n_words[t]; w += kWarpSize) {
+        words[base + w] = __ldg(x_words + base + w);
+      }
+    }
+#pragma unroll
+    for (int t = 0; t < kTiles; ++t) {
+      __pipeline_wait_prior(kTiles - 1 - t);  // tile t's copies, whatever later ones are in flight
+      __syncwarp();
+      if (n_words[t] > 0) {
+        TileRows<T, kAlgorithm, kWidth, kWords>(words + t * tile_words, n_words[t], row_words,
+                                                y + (first_row + t * kRows) * cols);
+      }
+    }
+    __syncwarp();  // the block's next tiles overwrite shared memory
+  }
+}
+
 // ---- Planning and launching ------------------------------------------------------------------
 
 // How many blocks of `kernel` fit on one SM of the current device (info describes it) with
@@ -1092,7 +1238,7 @@ size_t MaxDynamicSmem(const void* kernel, const CudaDeviceInfo& info);
 // where Launch has its stream's copy.
 const CudaDeviceInfo& CurrentDeviceInfo();
 
-enum class Path { kWarp, kBlockSmem, kBlockOnline, kBlockRegisters };
+enum class Path { kWarp, kBlockSmem, kBlockOnline, kBlockRegisters, kWarpTile };
 
 struct Plan;
 using LaunchFn = void (*)(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols,
@@ -1107,6 +1253,9 @@ struct Plan {
   int cols_per_thread = 0;
   int rows_per_access = 0;
   bool ragged = false;  // rows may have edge columns (see WarpSoftmaxKernel)
+  // warp_tile path (and width, cols_per_thread as for the warp path).
+  int tile_rows = 0;
+  int tiles_per_warp = 0;
   // All paths.
   int block = 0;
   // Block paths.
@@ -1137,6 +1286,16 @@ void LaunchWarp(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t col
       <<<plan.grid, kWarpBlockSize, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
                                                  rows, static_cast<int>(cols),
                                                  SameAlignment<Shape::bytes>(x, y));
+  ONEFLITE_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T, Algorithm kAlgorithm, typename Shape>
+void LaunchTile(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols, const void* x,
+                void* y) {
+  TileSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::words, Shape::tiles>
+      <<<plan.grid, kTileBlockSize, plan.smem, stream>>>(static_cast<const T*>(x),
+                                                          static_cast<T*>(y), rows,
+                                                          static_cast<int>(cols));
   ONEFLITE_CUDA_CHECK_LAUNCH();
 }
 
@@ -1315,6 +1474,86 @@ bool PlanTwoPerSm(const CudaDeviceInfo& info, int64_t rows, int64_t window, Plan
 // The longest 16-bit row, in packs, that block_smem gives 64 threads rather than 128.
 constexpr int64_t kSmallBlockPacks = 640;
 
+// The warp_tile ladder: kWidth lanes a row (1, 2, 4 or 8) times up to kWords words a lane (9, 13,
+// 17 or 25), two tiles a warp. A row of cols elements of T is cols * sizeof(T) / 4 words; it
+// takes the rung whose width is the largest power of two dividing that count, so that the count
+// over the width is odd, and whose words hold that odd count with at least 7 of them (PlanTileRows).
+template <typename Fn>
+void ForEachTileShape(Fn&& fn) {
+  auto widths = [&](auto words_tag) {
+    constexpr int kWords = decltype(words_tag)::value;
+    fn(TileShape<1, kWords, 2>{});
+    fn(TileShape<2, kWords, 2>{});
+    fn(TileShape<4, kWords, 2>{});
+    fn(TileShape<8, kWords, 2>{});
+  };
+  widths(std::integral_constant<int, 9>{});
+  widths(std::integral_constant<int, 13>{});
+  widths(std::integral_constant<int, 17>{});
+  widths(std::integral_constant<int, 25>{});
+}
+
+// The fewest words a lane of a warp_tile rung takes: rows of 1-5 words a lane (after the width)
+// stay on the warp path.
+constexpr int64_t kTileMinWords = 7;
+
+// Fills `plan` for the warp_tile rung Shape. The caller has checked that the rung takes the row
+// (see TileSoftmaxKernel) and that x and y are 16-byte aligned.
+template <typename T, Algorithm kAlgorithm, typename Shape>
+void PlanTile(const CudaDeviceInfo& info, int64_t rows, int64_t cols, Plan& plan) {
+  constexpr int kRows = kTileRows<Shape::width>;
+  constexpr int64_t kRowsPerBlock = int64_t{kTileBlockSize / kWarpSize} * Shape::tiles * kRows;
+  const auto* kernel = reinterpret_cast<const void*>(
+      &TileSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::words, Shape::tiles>);
+  plan.path = Path::kWarpTile;
+  plan.pack = PackSize<T>::value;
+  plan.width = Shape::width;
+  plan.cols_per_thread = Shape::words * PackSize<T, 4>::value;
+  plan.tile_rows = kRows;
+  plan.tiles_per_warp = Shape::tiles;
+  plan.block = kTileBlockSize;
+  plan.smem = static_cast<size_t>(kRowsPerBlock * cols) * sizeof(T);
+  MaxDynamicSmem(kernel, info);  // opts in past 48 KiB, for long rows on narrow rungs
+  plan.launch = &LaunchTile<T, kAlgorithm, Shape>;
+  SetGrid(plan, (rows + kRowsPerBlock - 1) / kRowsPerBlock, info,
+          MaxActiveBlocksPerSm(kernel, info, kTileBlockSize, plan.smem), /*persistent=*/false);
+}
+
+// Fills `plan` for the warp_tile path if its ladder takes rows of `cols` elements (x and y must
+// be 16-byte aligned; the caller checks): float and the 16-bit types, rows a whole number of 32-bit
+// words, whose count is an odd number from 7 to 25 times 1, 2, 4 or 8 lanes. That count is the
+// condition for conflict-free shared memory: with W lanes a row and a row of W * K words (K odd),
+// the rows of a tile start W * K * i words apart, which modulo the 32 banks are distinct
+// multiples of W, so a warp's 32 lanes read 32 different banks at every step. Measured on an
+// H200 (tools/softmax_lab.cu, tile=WxKx2 against the default plan; fractions of copy, softmax):
+// half 100 cols 0.88 -> 0.997, bfloat16 0.85 -> 0.997, float 100 0.90 -> 0.98, half 52 0.85 ->
+// 0.95, half 200 0.90 -> 0.95, half 50 0.79 -> 0.97, float 25 0.84 -> 0.98. Rows that fill
+// under two thirds of a rung's words lost (half 60, 15 words of 25 on 2 lanes: 0.84 against
+// 0.88; half 80, 5 of 13 on 8 lanes: 0.65 against 0.86), as did, without the odd count, rows of
+// a power-of-two number of words (half 64 on 2 lanes x 16 words: 0.48 against 0.97), whose rows
+// all start on one bank.
+template <typename T, Algorithm kAlgorithm>
+bool PlanTileRows(const CudaDeviceInfo& info, int64_t rows, int64_t cols, Plan& plan) {
+  if constexpr (std::is_same_v<T, double>) {
+    return false;
+  } else {
+    constexpr int kPerWord = PackSize<T, 4>::value;
+    if (cols % kPerWord != 0) { return false; }
+    const int64_t row_words = cols / kPerWord;
+    const int64_t width = row_words & -row_words;  // the largest power of two dividing it
+    const int64_t words = row_words / width;
+    if (width > 8 || words < kTileMinWords) { return false; }
+    bool chosen = false;
+    ForEachTileShape([&](auto shape) {
+      using Shape = decltype(shape);
+      if (chosen || Shape::width != width || Shape::words < words) { return; }
+      chosen = true;
+      PlanTile<T, kAlgorithm, Shape>(info, rows, cols, plan);
+    });
+    return chosen;
+  }
+}
+
 // Fills `plan` for block_registers with `block` threads of `packs` packs each, or (block = 0)
 // with the first of the shapes below that holds the row, if the row fills at least three
 // quarters of it (seven eighths of 1024 x 8). False when the shape does not hold the row, or a
@@ -1379,10 +1618,10 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
   return chosen;
 }
 
-// The one decision function. `x_aligned`: x starts on a 16-byte boundary (Describe, which has
-// no pointers, assumes it does). `allow_registers` = false plans a shared-memory block path for
-// any row, never the paths that hold a row in registers (for tools/softmax_lab.cu, which
-// compares the paths).
+// The one decision function. `x_aligned`: x starts on a 16-byte boundary, and so does y (Describe,
+// which has no pointers, assumes they do). `allow_registers` = false plans a shared-memory block
+// path for any row, never the paths that hold a row in registers or stage it per warp (for
+// tools/softmax_lab.cu, which compares the paths).
 template <typename T, Algorithm kAlgorithm>
 Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_aligned,
                  bool allow_registers = true) {
@@ -1400,6 +1639,12 @@ Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_
         PlanBlockRegisters<T, kAlgorithm>(info, rows, cols, x_aligned, 0, 0, plan)) {
       return plan;
     }
+  }
+
+  // Short rows whose word count is an odd number times a few lanes: a warp stages two tiles of
+  // them through shared memory (PlanTileRows).
+  if (allow_registers && x_aligned && PlanTileRows<T, kAlgorithm>(info, rows, cols, plan)) {
+    return plan;
   }
 
   // The warp path holds a row's whole packs in its rung and its edge columns beside them.
@@ -1499,8 +1744,11 @@ class SoftmaxImpl final : public Base {
   void Launch(Stream* stream, int64_t rows, int64_t cols, const void* x, void* y) override {
     if (rows <= 0 || cols <= 0) { return; }
     auto* cuda_stream = static_cast<CudaStream*>(stream);
-    const Plan plan =
-        PlanSoftmax<T, kAlgorithm>(cuda_stream->device_info(), rows, cols, IsPackAligned(x));
+    // "Aligned" needs y too: the warp_tile path stores whole packs of y where it loaded x's.
+    // (Tensors from oneflite's allocators always are; a misaligned y from a C++ caller makes
+    // the plan one that handles any alignment.)
+    const Plan plan = PlanSoftmax<T, kAlgorithm>(cuda_stream->device_info(), rows, cols,
+                                                 IsPackAligned(x) && IsPackAligned(y));
     plan.launch(plan, cuda_stream->cuda_stream(), rows, cols, x, y);
   }
 

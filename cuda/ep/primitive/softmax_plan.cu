@@ -89,6 +89,12 @@ std::string ToString(const Plan& plan) {
       out << "block_registers: pack=" << plan.pack << " cols_per_thread=" << plan.cols_per_thread
           << " block=" << plan.block;
       break;
+    case Path::kWarpTile:
+      out << "warp_tile: pack=" << plan.pack << " cols_per_thread=" << plan.cols_per_thread
+          << " thread_group_width=" << plan.width << " rows_per_tile=" << plan.tile_rows
+          << " tiles_per_warp=" << plan.tiles_per_warp
+          << " block=" << plan.block << " smem=" << plan.smem;
+      break;
   }
   out << " grid=" << plan.grid << (plan.persistent ? " (persistent)" : "");
   return out.str();
