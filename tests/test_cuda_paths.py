@@ -118,7 +118,7 @@ def _ordered_16bit(values: np.ndarray, dtype: oneflite.dtype) -> np.ndarray:
 
 @pytest.mark.parametrize("kind", list(OPS))
 @pytest.mark.parametrize("dtype", [oneflite.float16, oneflite.bfloat16], ids=lambda d: d.name)
-@pytest.mark.parametrize("cols", [32, 100, 1025, 4096])
+@pytest.mark.parametrize("cols", [32, 100, 200, 1025, 4096])
 def test_16bit_results_are_the_rounded_reference_or_a_neighbour(cols, dtype, kind):
     # The 16-bit kernels compute in float with the hardware's exp2, reciprocal and log2
     # (MUFU.EX2, MUFU.RCP, MUFU.LG2): their errors must stay far below 16-bit rounding, so every
@@ -126,6 +126,11 @@ def test_16bit_results_are_the_rounded_reference_or_a_neighbour(cols, dtype, kin
     # tolerances are several ulps wide).
     op, ref = OPS[kind]
     values = np.random.default_rng(cols).standard_normal((64, cols)) * 3
+    # Rows one value dominates by a gap g: sums just above 1 (1 + (cols - 1) * e^-g), whose log
+    # takes the series on one side of 1 + 2^-10 and MUFU.LG2 on the other (RowLog).
+    for row, gap in enumerate((5.0, 7.0, 9.0, 10.0, 11.0, 12.0, 14.0, 20.0)):
+        values[row] = -gap + np.random.default_rng(row).uniform(-0.01, 0.0, cols)
+        values[row, row % cols] = 0.0
     x = make_tensor(values, dtype, DEVICE)
     expected = _ordered_16bit(ref(to_float64(x), 1), dtype)
     got = _ordered_16bit(to_float64(op(x, -1)), dtype)

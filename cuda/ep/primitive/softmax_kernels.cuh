@@ -296,22 +296,27 @@ __device__ __forceinline__ C Log(C v) {
   }
 }
 
-// log(sum) of a row's sum (at least 1, or NaN) for the warp path's log_softmax, where a 16-bit
-// row of 100 columns pays for logf's twenty instructions on 8 values a lane. The 16-bit types
-// take MUFU.LG2 (within 2^-22.6 of log2, absolute) times ln(2) when sum >= 2: every output is
-// then -ln(2) or below, so that error (1.1e-7 at most) is within 1.6e-7 of it, relative: far
-// below half's rounding (4.9e-4). Below 2, where an output can be as small as log(sum), logf
-// adds nothing to the error the float sum already carries (up to 6e-8 there).
+// log(sum) of a row's sum (at least 1, or NaN) for the warp and warp_tile paths' log_softmax,
+// where a 16-bit row of 100 columns pays for logf's twenty instructions on 8 values a lane. The
+// 16-bit types take MUFU.LG2 (within 2^-22.6 of log2, absolute) times ln(2), except just above 1,
+// where log(sum) itself is tiny and that absolute error is not: for t = sum - 1 < 2^-10 (exact,
+// sum being in [1, 2)) the series t - t^2 / 2 + t^3 / 3, within t^4 / 4 < 2^-42 of log(1 + t).
+// At t = 2^-10 the MUFU.LG2 form is within 1.1e-7 absolute of log(sum) = 9.8e-4: 1.1e-4 relative,
+// a quarter of half's rounding (4.9e-4), and every other output, (x - max) - log(sum), is larger.
+// Both forms are computed and one is selected: a branch on the sum, as logf below 2 once was,
+// diverges across the rows of a warp with typical data (randn * 3, 100 columns: most warps
+// held a row whose sum was under 2 and ran both sides).
 template <typename T>
 __device__ __forceinline__ ComputeType<T> RowLog(ComputeType<T> sum) {
   if constexpr (kIs16Bit<T>) {
-    if (sum >= 2.0f) {
-      float log2_sum;
-      asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(log2_sum) : "f"(sum));
-      return log2_sum * 0.6931471805599453f;
-    }
+    float log2_sum;
+    asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(log2_sum) : "f"(sum));
+    const float t = sum - 1.0f;
+    const float series = t * fmaf(t, fmaf(t, 1.0f / 3.0f, -0.5f), 1.0f);
+    return t < 0x1p-10f ? series : log2_sum * 0.6931471805599453f;
+  } else {
+    return Log(sum);
   }
-  return Log(sum);
 }
 
 // ---- Row windows ----------------------------------------------------------------------------
