@@ -444,7 +444,7 @@ def dispatch() -> Svg:
 
     decision(90, ["float, and the row fills 3/4 of a", "block_registers shape (768-32768 cols)?"],
              ["block_registers", "a block holds the row", "in registers"])
-    decision(172, ["x, y aligned; a row is K × W 32-bit words,", "W ≤ 8 lanes, K odd, 7 ≤ K ≤ 25?"],
+    decision(172, ["x, y aligned; a row is K x W 32-bit words,", "W ≤ 8 lanes, K odd, 7 ≤ K ≤ 25?"],
              ["warp_tile", "a warp stages two", "tiles of rows in smem"])
     decision(254, ["window ≤ the largest warp rung?", "(the row fits a lane's register budget)"],
              ["warp", "first rung that fits", "edge code if ragged"])
