@@ -143,7 +143,8 @@ def _sample_rows(rows: int, cols: int, seed: int) -> list[int]:
 
 
 def _check_tiled(
-    dtype: oneflite.dtype, block_rows: int, cols: int, repeats: int, seed: int, require
+    dtype: oneflite.dtype, block_rows: int, cols: int, repeats: int, seed: int, require,
+    path: str | None = None,
 ) -> None:
     rows = block_rows * repeats
     require(2 * rows * cols * dtype_size(dtype))  # the materialized input and the output
@@ -154,7 +155,11 @@ def _check_tiled(
     x = base._as_strided([repeats, block_rows, cols], [0, cols, 1], 0)
     assert x.numel() == rows * cols
     for name, (op, ref) in OPS.items():
-        y = op(x, -1)
+        with oneflite.trace() as t:
+            y = op(x, -1)
+        if path is not None:  # the CUDA plan the trace reports, for the softmax itself
+            plans = [e.text for e in t.events if e.layer == "primitive" and "rows=" in e.text]
+            assert any(f": {path}:" in p for p in plans), plans
         assert y.shape == (repeats, block_rows, cols) and y.is_contiguous()
         for r in _sample_rows(rows, cols, seed):
             i, j = divmod(r, block_rows)
@@ -180,6 +185,12 @@ def test_float16_softmax_of_3_times_2_to_the_30_elements(gpu_memory):
 def test_float16_softmax_of_more_than_2_to_the_32_elements(gpu_memory):
     # 1024 x 1024 rows of 4099: 4,298,113,024 elements (> 2**32), the shared-memory path.
     _check_tiled(oneflite.float16, 1024, 4099, 1024, seed=2, require=gpu_memory)
+
+
+def test_bfloat16_softmax_of_more_than_2_to_the_32_elements_on_the_warp_tile_path(gpu_memory):
+    # 41944 x 1024 rows of 100: 4,295,065,600 elements (> 2**32; 2**31 words past the first),
+    # the warp_tile path (50 words a row on 2 lanes), whose tiles are spans of whole rows.
+    _check_tiled(oneflite.bfloat16, 1024, 100, 41944, seed=4, require=gpu_memory, path="warp_tile")
 
 
 def test_float32_softmax_of_more_than_2_to_the_31_elements_with_rows_past_shared_memory(
