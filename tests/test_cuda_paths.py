@@ -118,12 +118,14 @@ def _ordered_16bit(values: np.ndarray, dtype: oneflite.dtype) -> np.ndarray:
 
 @pytest.mark.parametrize("kind", list(OPS))
 @pytest.mark.parametrize("dtype", [oneflite.float16, oneflite.bfloat16], ids=lambda d: d.name)
-@pytest.mark.parametrize("cols", [32, 100, 200, 1025, 4096])
+@pytest.mark.parametrize("cols", [32, 100, 200, 1025, 4096, 16384, 65536])
 def test_16bit_results_are_the_rounded_reference_or_a_neighbour(cols, dtype, kind):
     # The 16-bit kernels compute in float with the hardware's exp2, reciprocal and log2
     # (MUFU.EX2, MUFU.RCP, MUFU.LG2): their errors must stay far below 16-bit rounding, so every
     # result is the float64 reference rounded to the dtype, or one ulp from it (assert_close's
     # tolerances are several ulps wide).
+    # 4096-65536 columns cover the block paths (64 to 512 threads, and two blocks an SM with held
+    # packs).
     op, ref = OPS[kind]
     values = np.random.default_rng(cols).standard_normal((64, cols)) * 3
     # Rows one value dominates by a gap g: sums just above 1 (1 + (cols - 1) * e^-g), whose log
