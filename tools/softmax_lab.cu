@@ -232,6 +232,14 @@ void ForEachLabTileShape(Fn&& fn) {
   fn(TileShape<8, 25, 2>{});
 }
 
+// A rung variant (warp=, tile=) the lab has no rung for, or whose rung cannot take the row:
+// said on stderr, and the plan left unlaunchable, so RunDtype skips it.
+void SkipVariant(const std::string& variant, int64_t cols, Plan& plan) {
+  std::fprintf(stderr, "softmax_lab: %s: no such lab rung, or it does not take %lld columns\n",
+               variant.c_str(), static_cast<long long>(cols));
+  plan.launch = nullptr;
+}
+
 // The planner's choice, with the variant's one decision undone.
 template <typename T>
 Plan VariantPlan(const Options& options, const std::string& variant, const CudaDeviceInfo& info,
@@ -363,11 +371,7 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
         }
       }
     });
-    if (!found) {
-      std::fprintf(stderr, "softmax_lab: %s: no such lab rung, or too short for %lld columns\n",
-                   variant.c_str(), static_cast<long long>(cols));
-      plan.launch = nullptr;
-    }
+    if (!found) { SkipVariant(variant, cols, plan); }
   } else if (variant.rfind("tile=", 0) == 0) {
     int width = 0, words = 0, tiles = 1;
     if (std::sscanf(variant.c_str(), "tile=%dx%dx%d", &width, &words, &tiles) < 2) {
@@ -379,27 +383,22 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
       constexpr int kPerWord = PackSize<T, 4>::value;
       ForEachLabTileShape([&](auto shape) {
         using Shape = decltype(shape);
-        if constexpr (Shape::words * kPerWord <= 64) {
-          const int64_t row_words = cols / kPerWord;
-          if (Shape::width != width || Shape::words != words || Shape::tiles != tiles ||
-              cols % kPerWord != 0 || int64_t{Shape::width} * Shape::words < row_words ||
-              kTileRows<Shape::width> * row_words % 4 != 0) {
-            return;
-          }
-          found = true;
-          if (options.algo == Algorithm::kSoftmax) {
-            PlanTile<T, Algorithm::kSoftmax, Shape>(info, rows, cols, plan);
-          } else {
-            PlanTile<T, Algorithm::kLogSoftmax, Shape>(info, rows, cols, plan);
-          }
+        // The kernel needs rows of whole words and tiles of whole 16-byte packs.
+        const int64_t row_words = cols / kPerWord;
+        if (Shape::width != width || Shape::words != words || Shape::tiles != tiles ||
+            cols % kPerWord != 0 || int64_t{Shape::width} * Shape::words < row_words ||
+            kTileRows<Shape::width> * row_words % 4 != 0) {
+          return;
+        }
+        found = true;
+        if (options.algo == Algorithm::kSoftmax) {
+          PlanTile<T, Algorithm::kSoftmax, Shape>(info, rows, cols, plan);
+        } else {
+          PlanTile<T, Algorithm::kLogSoftmax, Shape>(info, rows, cols, plan);
         }
       });
     }
-    if (!found) {
-      std::fprintf(stderr, "softmax_lab: %s: no such lab rung, or it does not hold %lld columns\n",
-                   variant.c_str(), static_cast<long long>(cols));
-      plan.launch = nullptr;
-    }
+    if (!found) { SkipVariant(variant, cols, plan); }
   } else if (variant == "path=registers" || variant.rfind("registers=", 0) == 0) {
     // block_registers: the default shape, or B threads of N packs each (registers=BxN).
     int block = 0, packs = 0;

@@ -1258,8 +1258,7 @@ struct Plan {
   int cols_per_thread = 0;
   int rows_per_access = 0;
   bool ragged = false;  // rows may have edge columns (see WarpSoftmaxKernel)
-  // warp_tile path (and width, cols_per_thread as for the warp path).
-  int tile_rows = 0;
+  // warp_tile path (and width, cols_per_thread as for the warp path; a tile is 32 / width rows).
   int tiles_per_warp = 0;
   // All paths.
   int block = 0;
@@ -1514,11 +1513,13 @@ void PlanTile(const CudaDeviceInfo& info, int64_t rows, int64_t cols, Plan& plan
   plan.pack = PackSize<T>::value;
   plan.width = Shape::width;
   plan.cols_per_thread = Shape::words * PackSize<T, 4>::value;
-  plan.tile_rows = kRows;
   plan.tiles_per_warp = Shape::tiles;
   plan.block = kTileBlockSize;
+  // 4 warps x tiles x (32 / width) rows of at most width x words 32-bit words: 512 x tiles x
+  // words bytes at most (25 KiB for two tiles of 25 words), within the 48 KiB a block gets
+  // without opting in to more.
+  static_assert(512 * Shape::tiles * Shape::words <= 48 * 1024, "a rung's tiles fit in 48 KiB");
   plan.smem = static_cast<size_t>(kRowsPerBlock * cols) * sizeof(T);
-  MaxDynamicSmem(kernel, info);  // opts in past 48 KiB, for long rows on narrow rungs
   plan.launch = &LaunchTile<T, kAlgorithm, Shape>;
   SetGrid(plan, (rows + kRowsPerBlock - 1) / kRowsPerBlock, info,
           MaxActiveBlocksPerSm(kernel, info, kTileBlockSize, plan.smem), /*persistent=*/false);

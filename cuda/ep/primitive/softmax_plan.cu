@@ -91,7 +91,7 @@ std::string ToString(const Plan& plan) {
       break;
     case Path::kWarpTile:
       out << "warp_tile: pack=" << plan.pack << " cols_per_thread=" << plan.cols_per_thread
-          << " thread_group_width=" << plan.width << " rows_per_tile=" << plan.tile_rows
+          << " thread_group_width=" << plan.width << " rows_per_tile=" << kWarpSize / plan.width
           << " tiles_per_warp=" << plan.tiles_per_warp
           << " block=" << plan.block << " smem=" << plan.smem;
       break;
