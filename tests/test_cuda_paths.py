@@ -4,8 +4,8 @@ quick check in the normal suite.
 
 Row lengths are picked to reach each rung of the warp ladder (every thread-group width, one and
 two rows per access, each packs-per-lane count) for every dtype, each rung of the warp_tile
-ladder (lanes a row x words a lane) for float and the 16-bit types, then the block paths: float's
-block_registers at each of its shapes, the shared-memory path (16-bit rows at three of its
+ladder (lanes a row x words a lane) for float and the 16-bit types, then the block paths:
+block_registers at each of its shapes (float's six, the 16-bit types' two), the shared-memory path (16-bit rows at three of its
 block sizes) and the online path for rows past shared memory. Each shape runs from an aligned
 start and from one row in (off a 16-byte boundary for most lengths), for softmax and
 log_softmax; the last test checks from oneflite's own trace that every path was reached.
@@ -39,13 +39,14 @@ OPS = {"softmax": (F.softmax, softmax_ref), "log_softmax": (F.log_softmax, log_s
 # takes W lanes of the first of 9, 13, 17 and 25 words at or above K, if K >= 7: 16-bit rows of
 # 2 * W * K columns, float rows of W * K, for W = 1, 2, 4, 8; 14 columns reach the 7-word end),
 # each shape of float's
-# block_registers (1000, 1534, 3072, 8192, 12345 and 32768 columns), the shared-memory path
-# (double from 258, float from 2049 where block_registers does not take the row, half from 2049
+# block_registers (1000, 1534, 3072, 8192, 12345 and 32768 columns) and of the 16-bit types'
+# (4000 and 7500 columns; 8192 too), the shared-memory path
+# (double from 258, float from 2049 and half from 2049 where block_registers does not take the row,
 # and bfloat16 from 3073: 64 threads up to 5120 columns, then 128, 256 from 16384) and the online
 # path (float past 32768 columns, half ~116k, double ~29k).
 COLS = [1, 2, 3, 5, 6, 9, 10, 12, 13, 14, 17, 18, 20, 25, 26, 31, 33, 34, 36, 50, 52, 64, 65, 68,
         72, 100, 104, 129, 136, 144, 200, 208, 254, 257, 272, 400, 506, 513, 1000, 1025, 1534,
-        2500, 3072, 4097, 8192, 12345, 16384, 32768, 65536, 100003, 262144]  # fmt: skip
+        2500, 3072, 4000, 4097, 7500, 8192, 12345, 16384, 32768, 65536, 100003, 262144]  # fmt: skip
 TILE_WIDTHS = (1, 2, 4, 8)
 TILE_WORDS = (9, 13, 17, 25)
 
@@ -273,13 +274,18 @@ def test_every_kernel_path_was_reached():
         for p in plans:
             path = p.split(": ", 1)[1].split(":")[0]
             blocks[path].update(int(b) for b in re.findall(r" block=(\d+)", p))
-        if dtype == oneflite.float32:
+        if dtype != oneflite.float64:
             expected = ("warp", "block_registers", "block_smem", "block_online")
             shape_re = r"block_registers: .*cols_per_thread=(\d+) block=(\d+)"
             shapes = {(int(b), int(c)) for p in plans for c, b in re.findall(shape_re, p)}
-            for shape in ((128, 8), (128, 16), (256, 16), (512, 16), (512, 32), (1024, 32)):
+            expected_shapes = (
+                ((128, 8), (128, 16), (256, 16), (512, 16), (512, 32), (1024, 32))
+                if dtype == oneflite.float32
+                else ((256, 16), (512, 16))
+            )
+            for shape in expected_shapes:
                 if shape not in shapes:
-                    missing.append(f"float32: block_registers block={shape[0]} "
+                    missing.append(f"{dtype.name}: block_registers block={shape[0]} "
                                    f"cols_per_thread={shape[1]}")
         else:
             expected = ("warp", "block_smem", "block_online")

@@ -11,8 +11,8 @@
 //   block_online  one block per row for rows longer than its cache (rows past shared memory,
 //                 or two blocks sharing an SM's): as much of the row as fits is cached, the rest
 //                 is read twice, the second time usually from L2.
-//   block_registers  one block per row, the row in its threads' registers (float rows of
-//                 768-32768 columns that fill one of its shapes).
+//   block_registers  one block per row, the row in its threads' registers (rows that fill one
+//                 of its shapes: float 768-32768 columns, 16-bit 3585-4096 and 7169-8192).
 //   warp_tile     short rows whose 32-bit word count is an odd 7-25 times 1, 2, 4 or 8 (half
 //                 100: 50 words, 2 x 25): a warp copies two tiles of whole rows into shared
 //                 memory as a copy kernel would, and computes each row there with a few lanes.
@@ -1050,14 +1050,45 @@ __global__ void __launch_bounds__(kBlock)
     T* y_row = y + row * cols;
     const int head = HeadOffset(x_row);
     const int window = (head + cols + P - 1) / P;
+    // Every pack's load is issued before any loaded value is used. For the 16-bit types that
+    // takes predicated vector loads of the whole packs (LoadPackOrNegativeInfinity), then the
+    // window's edge packs element by element: after LoadPack's branches, the compiler splits the
+    // 16-bit halves with instructions right behind each vector load, which wait for it, so a
+    // thread's second load would leave only when its first had landed (0.81x copy at half 8192
+    // on 512 x 2). float's values need no such instruction.
+    Pack<T> packs[kPacks];
+    if constexpr (kIs16Bit<T>) {
+#pragma unroll
+      for (int n = 0; n < kPacks; ++n) {
+        const int k = tid + n * kBlock;
+        const int c0 = k * P - head;
+        packs[n] = LoadPackOrNegativeInfinity((x_row - head) + k * P,
+                                              k < window && c0 >= 0 && c0 + P <= cols);
+      }
+#pragma unroll
+      for (int n = 0; n < kPacks; ++n) {
+        const int k = tid + n * kBlock;
+        const int c0 = k * P - head;
+        if (k < window && (c0 < 0 || c0 + P > cols)) {
+#pragma unroll
+          for (int j = 0; j < P; ++j) {
+            const int c = c0 + j;
+            packs[n].elem[j] = c >= 0 && c < cols ? x_row[c] : NegativeInfinity<T>();
+          }
+        }
+      }
+    } else {
+#pragma unroll
+      for (int n = 0; n < kPacks; ++n) {
+        const int k = tid + n * kBlock;
+        packs[n] = k < window ? LoadPack(x_row, k * P - head, cols) : NegativeInfinityPack<T>();
+      }
+    }
     C v[kPacks * P];
 #pragma unroll
     for (int n = 0; n < kPacks; ++n) {
-      const int k = tid + n * kBlock;
-      const Pack<T> pack = k < window ? LoadPack(x_row, k * P - head, cols)
-                                      : NegativeInfinityPack<T>();
 #pragma unroll
-      for (int j = 0; j < P; ++j) { v[n * P + j] = ToCompute(pack.elem[j]); }
+      for (int j = 0; j < P; ++j) { v[n * P + j] = ToCompute(packs[n].elem[j]); }
     }
     C m = v[0];
 #pragma unroll
@@ -1562,8 +1593,14 @@ bool PlanTileRows(const CudaDeviceInfo& info, int64_t rows, int64_t cols, Plan& 
 
 // Fills `plan` for block_registers with `block` threads of `packs` packs each, or (block = 0)
 // with the first of the shapes below that holds the row, if the row fills at least three
-// quarters of it (seven eighths of 1024 x 8). False when the shape does not hold the row, or a
-// thread would hold more than 32 values (1024 threads have 64 registers each).
+// quarters of it (seven eighths of 1024 x 8, and of the 16-bit shapes). False when the shape
+// does not hold the row, or a thread would hold more than 32 values (1024 threads have 64
+// registers each).
+//
+// The 16-bit shapes hold 16 values a thread, in 32 registers, so that 2048 threads share an SM:
+// 256 x 2 packs at 4096 cols 0.967-0.970x copy (block_smem 0.917-0.923) and 512 x 2 at 8192
+// 0.973-0.977 (0.951-0.954; both ops, half and bfloat16, H200). 32 values a thread lost (512 x 4
+// at 16384: 0.91-0.92 against 0.95), and so did rows filling 3/4 of a shape (above).
 //
 // The shapes, measured on an H200 against the path that had the row before (tools/softmax_lab.cu,
 // registers=BxN; float, fractions of copy): 128 x 2 packs at 768 cols 1.001 (warp 0.985) and at
@@ -1579,18 +1616,28 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
   constexpr int P = PackSize<T>::value;
   const int64_t window = MaxWindowPacks<T>(cols, x_aligned);
   if (block == 0) {
-    constexpr int kShapes[][2] = {{128, 2}, {128, 4}, {256, 4}, {512, 4}, {512, 8}, {1024, 8}};
-    for (const auto& shape : kShapes) {
-      if (int64_t{shape[0]} * shape[1] >= window) {
-        block = shape[0];
-        packs = shape[1];
-        break;
+    constexpr int kFloatShapes[][2] = {{128, 2}, {128, 4}, {256, 4},
+                                       {512, 4}, {512, 8}, {1024, 8}};
+    constexpr int k16BitShapes[][2] = {{256, 2}, {512, 2}};
+    auto pick = [&](const auto& shapes) {
+      for (const auto& shape : shapes) {
+        if (int64_t{shape[0]} * shape[1] >= window) {
+          block = shape[0];
+          packs = shape[1];
+          return;
+        }
       }
+    };
+    if constexpr (kIs16Bit<T>) {
+      pick(k16BitShapes);
+    } else {
+      pick(kFloatShapes);
     }
-    // The row must fill 3/4 of the shape, or 7/8 of the 1024-thread one, which fills an SM
+    // float rows must fill 3/4 of the shape, or 7/8 of the 1024-thread one, which fills an SM
     // alone: there padding idles the SM's only row (float 24576 cols, 3/4 of 1024 x 8 packs:
-    // 0.897x copy, against 0.955x on block_smem with two blocks of 512 an SM).
-    const int64_t eighths = block == 1024 ? 7 : 6;
+    // 0.897x copy, against 0.955x on block_smem with two blocks of 512 an SM). 16-bit rows must
+    // fill 7/8 (half 6144 cols, 3/4 of 512 x 2: 0.89-0.91x, against 0.97x on block_smem).
+    const int64_t eighths = block == 1024 || kIs16Bit<T> ? 7 : 6;
     if (block == 0 || 8 * window < eighths * int64_t{block} * packs) { return false; }
   }
   bool chosen = false;
@@ -1636,11 +1683,10 @@ Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_
   Plan plan;
   plan.pack = P;
 
-  // float rows of 768 to 32768 columns that fill a block_registers shape well (see
-  // PlanBlockRegisters): a block holds the row in registers, ahead of the warp path from 768
-  // columns. The 16-bit types measured slower there than on their current paths at every row
-  // tried (half 4096: 0.81-0.83x copy against 0.89x on block_smem).
-  if constexpr (std::is_same_v<T, float>) {
+  // Rows that fill a block_registers shape well (see PlanBlockRegisters): a block holds the row
+  // in registers, ahead of the warp path for float rows of 768 to 32768 columns and of the
+  // block paths for 16-bit rows of 3585 to 4096 and 7169 to 8192 (the warp path stops below).
+  if constexpr (!std::is_same_v<T, double>) {
     if (allow_registers &&
         PlanBlockRegisters<T, kAlgorithm>(info, rows, cols, x_aligned, 0, 0, plan)) {
       return plan;
