@@ -839,10 +839,8 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
   // Starts copying this thread's cached packs of `row`. A pack that straddles a
   // row boundary is copied whole (the neighbour's elements are masked later). Only the tensor's
   // own first and last packs may reach outside it: those two are loaded element by element.
-  auto prefetch = [&](int64_t row) {
-    const T* x_row = x + row * cols;
-    const int head = HeadOffset(x_row);
-    const int n = min(PacksOwned<kBlock>((head + cols + P - 1) / P, tid), cached);
+  // x_row starts row `row`, head is its HeadOffset, and n is this thread's count of cached packs.
+  auto prefetch = [&](int64_t row, const T* x_row, int head, int n) {
     const Pack<T>* src = reinterpret_cast<const Pack<T>*>(x_row - head) + tid;
     const bool at_tensor_end =
         (row == 0 && head > 0) || (row == rows - 1 && (head + cols) % P != 0);
@@ -877,8 +875,6 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
   // A block that strides to a further row copies it over the last one's cache: each thread
   // overwrites only slots it has finished reading itself.
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    prefetch(row);
-
     const T* x_row = x + row * cols;
     T* y_row = y + row * cols;
     const int head = HeadOffset(x_row);
@@ -901,14 +897,21 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
     // This thread's packs from `first_read` on are read from x in each pass.
     const int first_read = n_cached + kHeld;
 
-    // The first kHeld uncached packs, loaded while the copies fly and held in registers for
-    // both passes; -inf past the row and for edge packs (done alone, below).
+    // The first kHeld uncached packs, held in registers for both passes; -inf past the row and
+    // for edge packs (done alone, below). They are loaded before the copies are requested:
+    // loaded after, they went out only after the wait for the copies (ptxas placed that wait
+    // ahead of them), a second round trip to memory in every row. Except for bfloat16, where
+    // loading them first leaves the 512-thread kernel at 64 registers and a 6-byte spill, and
+    // measured 3% slower at 65536 columns (half and float gained 1-2%; NOTES.md, item 39).
+    constexpr bool kHeldFirst = !std::is_same_v<T, __nv_bfloat16>;
     Pack<T> held[kHeld > 0 ? kHeld : 1];
+    if constexpr (!kHeldFirst) { prefetch(row, x_row, head, n_cached); }
 #pragma unroll
     for (int h = 0; h < kHeld; ++h) {
       const int i = n_cached + h;
       held[h] = LoadPackOrNegativeInfinity(x_pack_at(i), i < owned && !is_edge(i));
     }
+    if constexpr (kHeldFirst) { prefetch(row, x_row, head, n_cached); }
     __pipeline_wait_prior(0);
 
     // Cached edge packs hold a neighbouring row's elements outside the row: make them -inf, so
