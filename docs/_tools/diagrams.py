@@ -442,7 +442,8 @@ def dispatch() -> Svg:
         svg.line(380, y + 48, 380, y + 80, arrow=True)
         svg.text(390, y + 68, "no", size=12, fill=PAD[1], weight="bold")
 
-    decision(90, ["float, and the row fills 3/4 of a", "block_registers shape (768-32768 cols)?"],
+    decision(90, ["row fills a block_registers shape? (float",
+                  "3/4: 768-32768; 16-bit 7/8: 4K, 8K)"],
              ["block_registers", "a block holds the row", "in registers"])
     decision(172, ["x, y aligned; a row is K x W 32-bit words,", "W ≤ 8 lanes, K odd, 7 ≤ K ≤ 25?"],
              ["warp_tile", "a warp stages two", "tiles of rows in smem"])
