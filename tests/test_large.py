@@ -193,6 +193,15 @@ def test_bfloat16_softmax_of_more_than_2_to_the_32_elements_on_the_warp_tile_pat
     _check_tiled(oneflite.bfloat16, 1024, 100, 41944, seed=4, require=gpu_memory, path="warp_tile")
 
 
+def test_bfloat16_softmax_of_more_than_2_to_the_32_elements_on_the_block_registers_path(
+    gpu_memory,
+):
+    # 513 x 1024 rows of 8192: 4,303,355,904 elements (> 2**32), the 16-bit block_registers
+    # path (512 threads of 16 values), whose rows start at 64-bit offsets.
+    _check_tiled(oneflite.bfloat16, 1024, 8192, 513, seed=5, require=gpu_memory,
+                 path="block_registers")
+
+
 def test_float32_softmax_of_more_than_2_to_the_31_elements_with_rows_past_shared_memory(
     gpu_memory,
 ):
