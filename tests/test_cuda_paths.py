@@ -7,9 +7,9 @@ two rows per access, each packs-per-lane count) for every dtype, each rung of th
 ladder (lanes a row x words a lane) for float and the 16-bit types, then the block paths:
 block_registers at each of its shapes (float's six, the 16-bit types' two), the shared-memory
 path (16-bit rows at three of its block sizes) and the online path for rows past shared
-memory. Each shape runs from an aligned
-start and from one row in (off a 16-byte boundary for most lengths), for softmax and
-log_softmax; the last test checks from oneflite's own trace that every path was reached.
+memory. Each shape runs from an aligned start and from one row in (off a 16-byte boundary for
+most lengths), for softmax and log_softmax; the last test checks from oneflite's own trace that
+every path was reached.
 Transposes (the permute kernel) and dtype= casts (the cast kernel) are covered too. Skips
 without a CUDA GPU.
 """
@@ -39,12 +39,11 @@ OPS = {"softmax": (F.softmax, softmax_ref), "log_softmax": (F.log_softmax, log_s
 # its edge columns held beside them), every warp_tile rung (a row of W * K 32-bit words, K odd,
 # takes W lanes of the first of 9, 13, 17 and 25 words at or above K, if K >= 7: 16-bit rows of
 # 2 * W * K columns, float rows of W * K, for W = 1, 2, 4, 8; 14 columns reach the 7-word end),
-# each shape of float's
-# block_registers (1000, 1534, 3072, 8192, 12345 and 32768 columns) and of the 16-bit types'
-# (4000 and 7500 columns; 8192 too), the shared-memory path
-# (double from 258, float from 2049 and half from 2049 where block_registers does not take the row,
-# and bfloat16 from 3073: 64 threads up to 5120 columns, then 128, 256 from 16384) and the online
-# path (float past 32768 columns, half ~116k, double ~29k).
+# each block_registers shape, float's (1000, 1534, 3072, 8192, 12345 and 32768 columns) and the
+# 16-bit types' (4000 and 7500 columns; 8192 too), the shared-memory path (double from 258, and
+# float, half from 2049 and bfloat16 from 3073 where block_registers does not take the row: 64
+# threads up to 5120 columns, then 128, 256 from 16384) and the online path (float past 32768
+# columns, half ~116k, double ~29k).
 COLS = [1, 2, 3, 5, 6, 9, 10, 12, 13, 14, 17, 18, 20, 25, 26, 31, 33, 34, 36, 50, 52, 64, 65, 68,
         72, 100, 104, 129, 136, 144, 200, 208, 254, 257, 272, 400, 506, 513, 1000, 1025, 1534,
         2500, 3072, 4000, 4097, 7500, 8192, 12345, 16384, 32768, 65536, 100003, 262144]  # fmt: skip

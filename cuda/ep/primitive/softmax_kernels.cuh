@@ -330,21 +330,28 @@ __device__ __forceinline__ int HeadOffset(const T* row) {
          static_cast<int>(sizeof(T));
 }
 
+// The window pack whose first element is row column `c0`, loaded element by element: columns
+// outside [0, cols) read as -inf and are never touched in memory.
+template <typename T, typename Index>
+__device__ __forceinline__ Pack<T> LoadPackElements(const T* row, Index c0, Index cols) {
+  Pack<T> pack;
+#pragma unroll
+  for (int j = 0; j < PackSize<T>::value; ++j) {
+    const Index c = c0 + j;
+    pack.elem[j] = (c >= 0 && c < cols) ? row[c] : NegativeInfinity<T>();
+  }
+  return pack;
+}
+
 // Loads the window pack whose first element is row column `c0` (negative for the head pack of
-// a row that starts off a 16-byte boundary). Columns outside [0, cols) read as -inf and are
-// never touched in memory, so no access strays outside the tensor.
+// a row that starts off a 16-byte boundary): one vector load when the pack lies in the row,
+// else element by element, so no access strays outside the tensor.
 template <typename T, typename Index>
 __device__ __forceinline__ Pack<T> LoadPack(const T* row, Index c0, Index cols) {
   constexpr int P = PackSize<T>::value;
   if (c0 >= 0 && c0 + P <= cols) { return *reinterpret_cast<const Pack<T>*>(row + c0); }
   if (c0 >= cols || c0 + P <= 0) { return NegativeInfinityPack<T>(); }  // wholly outside
-  Pack<T> pack;
-#pragma unroll
-  for (int j = 0; j < P; ++j) {
-    const Index c = c0 + j;
-    pack.elem[j] = (c >= 0 && c < cols) ? row[c] : NegativeInfinity<T>();
-  }
-  return pack;
+  return LoadPackElements(row, c0, cols);
 }
 
 // Stores the in-row columns of a window pack one element at a time, reading them back from
@@ -1073,11 +1080,7 @@ __global__ void __launch_bounds__(kBlock)
         const int k = tid + n * kBlock;
         const int c0 = k * P - head;
         if (k < window && (c0 < 0 || c0 + P > cols)) {
-#pragma unroll
-          for (int j = 0; j < P; ++j) {
-            const int c = c0 + j;
-            packs[n].elem[j] = c >= 0 && c < cols ? x_row[c] : NegativeInfinity<T>();
-          }
+          packs[n] = LoadPackElements(x_row, c0, cols);
         }
       }
     } else {
@@ -1601,7 +1604,7 @@ bool PlanTileRows(const CudaDeviceInfo& info, int64_t rows, int64_t cols, Plan& 
 // registers each).
 //
 // The 16-bit shapes hold 16 values a thread, in 32 registers, so that 2048 threads share an SM:
-// 256 x 2 packs at 4096 cols 0.967-0.970x copy (block_smem 0.917-0.923) and 512 x 2 at 8192
+// 256 x 2 packs at 4096 cols 0.968-0.969x copy (block_smem 0.917-0.923) and 512 x 2 at 8192
 // 0.973-0.977 (0.951-0.954; both ops, half and bfloat16, H200). 32 values a thread lost (512 x 4
 // at 16384: 0.91-0.92 against 0.95), and so did rows filling 3/4 of a shape (above).
 //
