@@ -33,7 +33,6 @@
 //   rows=N      the warp path's rung with each group taking N (1, 2 or 4) rows at once (rungs
 //               of up to 2 packs a lane)
 //   held=0      block_online without its uncached packs held in registers (all read twice)
-//   held=1      block_online holding one uncached pack a thread, not kOnlineHeldPacks
 //   warp=WxN[xB]  a warp rung the ladder does not have: W lanes a row, N packs of B bytes
 //               (default 16) a lane; one of ForEachLabWarpShape's below
 //   tile=WxN[xT]  warp_tile with W lanes a row, N words a lane and T tiles a warp (default 1);
@@ -168,8 +167,7 @@ float MedianMs(cudaStream_t stream, const L2Flush& flush, int reps, Fn&& fn) {
 // Launches the plan's block path through the block kernel of plan.block threads built with the
 // given lab-only parameters, and returns that kernel (nullptr, and the plan unchanged, when
 // the dtype has no kernel of that size).
-template <typename T, bool kAsyncCopy = true, bool kOnlineNormalizer = true, typename Cache = T,
-          int kHeld = 0>
+template <typename T, bool kAsyncCopy = true, bool kOnlineNormalizer = true, typename Cache = T>
 const void* UseBlockKernel(const Options& options, const CudaDeviceInfo& info, Plan& plan) {
   const void* used = nullptr;
   auto try_size = [&](auto block_tag) {
@@ -179,17 +177,15 @@ const void* UseBlockKernel(const Options& options, const CudaDeviceInfo& info, P
         options.algo == Algorithm::kSoftmax
             ? reinterpret_cast<const void*>(&BlockSoftmaxKernel<T, Algorithm::kSoftmax, kBlock,
                                                                 kAsyncCopy, kOnlineNormalizer,
-                                                                Cache, kHeld>)
+                                                                Cache>)
             : reinterpret_cast<const void*>(&BlockSoftmaxKernel<T, Algorithm::kLogSoftmax, kBlock,
                                                                 kAsyncCopy, kOnlineNormalizer,
-                                                                Cache, kHeld>);
+                                                                Cache>);
     MaxDynamicSmem(kernel, info);  // raises this kernel's limit too
     plan.launch =
         options.algo == Algorithm::kSoftmax
-            ? &LaunchBlock<T, Algorithm::kSoftmax, kBlock, kAsyncCopy, kOnlineNormalizer, Cache,
-                           kHeld>
-            : &LaunchBlock<T, Algorithm::kLogSoftmax, kBlock, kAsyncCopy, kOnlineNormalizer, Cache,
-                           kHeld>;
+            ? &LaunchBlock<T, Algorithm::kSoftmax, kBlock, kAsyncCopy, kOnlineNormalizer, Cache>
+            : &LaunchBlock<T, Algorithm::kLogSoftmax, kBlock, kAsyncCopy, kOnlineNormalizer, Cache>;
     used = kernel;
   };
   try_size(std::integral_constant<int, 64>{});  // lab only: the planner starts at 128
@@ -271,8 +267,6 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
     }
   } else if (variant == "held=0" && plan.path == Path::kBlockOnline) {
     UseBlockKernel<T>(options, info, plan);  // no uncached pack held in registers
-  } else if (variant == "held=1" && plan.path == Path::kBlockOnline) {
-    UseBlockKernel<T, true, true, T, 1>(options, info, plan);  // one uncached pack held
   } else if (variant == "copy=registers" && plan.path != Path::kWarp) {
     UseBlockKernel<T, /*kAsyncCopy=*/false>(options, info, plan);
   } else if (variant == "passes=3" && plan.path != Path::kWarp) {

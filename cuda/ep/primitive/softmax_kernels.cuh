@@ -909,10 +909,8 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
     // loaded after, they went out only after the wait for the copies (ptxas placed that wait
     // ahead of them), a second round trip to memory in every row. Except for bfloat16, where
     // loading them first leaves the 512-thread kernel at 64 registers and a 6-byte spill, and
-    // measured 3% slower at 65536 columns (half and float gained 1-2%; NOTES.md, item 39). One
-    // held pack (the lab's held=1) fits, loaded first, but re-reading the other lost more
-    // (item 42).
-    constexpr bool kHeldFirst = !std::is_same_v<T, __nv_bfloat16> || kHeld < 2;
+    // measured 3% slower at 65536 columns (half and float gained 1-2%; NOTES.md, item 39).
+    constexpr bool kHeldFirst = !std::is_same_v<T, __nv_bfloat16>;
     Pack<T> held[kHeld > 0 ? kHeld : 1];
     if constexpr (!kHeldFirst) { prefetch(row, x_row, head, n_cached); }
 #pragma unroll
