@@ -15,13 +15,14 @@ Providers:
 
 Every result is checked against a float64 reference before it is timed. GPU times come from
 CUDA events around each call on one shared stream (oneflite's, which torch and Triton are
-pointed at), the median of many calls after warm-up. Before each timed call the stream reads a
+pointed at), the median of many calls after warm-up, the providers' calls taken in turns. Before each timed call the stream reads a
 buffer four times the size of the L2 cache: short rows make tensors of only 6-50 MB, which a
 previous call would otherwise leave in L2. The flush reads rather than writes, so that the
 timed call does not pay for writing back dirty lines, and it keeps the GPU busy while the host
 launches the call, so launch cost is not timed (``--overhead`` measures that). CPU times use
 the median of wall-clock repeats (``--statistic min``: the minimum, for a machine shared with
-other jobs); there nothing is flushed, and every CPU provider runs on the same warm caches.
+other jobs), each right after an untimed call of the same provider: there nothing is flushed,
+and every CPU provider runs on warm caches and an awake thread pool.
 
 Examples::
 
@@ -120,8 +121,12 @@ def _triton_softmax() -> Optional[Callable[[Any], Any]]:
 
 @dataclass
 class Timer:
-    """Median (or minimum) time of fn() in milliseconds: CUDA events on the GPU, perf_counter on
-    the CPU."""
+    """Median (or minimum) time of each of several calls in milliseconds: CUDA events on the GPU,
+    perf_counter on the CPU. The calls' repeats are interleaved, one round of every call at a
+    time, so that a burst of other work on the machine lands on all of them alike rather than
+    on whichever was being timed. On the CPU each timed call follows an untimed one of the same
+    call, so that it finds its own thread pool awake and its own data in cache, as it would
+    back to back, not whatever the call before it left."""
 
     device: str
     torch: Any = None
@@ -131,27 +136,33 @@ class Timer:
     flush: Optional[Callable[[], Any]] = None  # queued before each timed call (GPU)
 
     def __call__(self, fn: Callable[[], Any]) -> float:
-        for _ in range(self.warmup):
-            fn()
-        if self.device == "cuda":
-            times = []
-            for _ in range(self.repeats):
-                start = self.torch.cuda.Event(enable_timing=True)
-                end = self.torch.cuda.Event(enable_timing=True)
-                if self.flush is not None:
-                    self.flush()
-                start.record()
+        return self.interleaved({"": fn})[""]
+
+    def interleaved(self, fns: dict[str, Callable[[], Any]]) -> dict[str, float]:
+        for fn in fns.values():
+            for _ in range(self.warmup):
                 fn()
-                end.record()
-                end.synchronize()
-                times.append(start.elapsed_time(end))
-            return self._summary(times)
-        times = []
+        times: dict[str, list[float]] = {name: [] for name in fns}
         for _ in range(self.repeats):
-            begin = time.perf_counter()
+            for name, fn in fns.items():
+                times[name].append(self._time(fn))
+        return {name: self._summary(t) for name, t in times.items()}
+
+    def _time(self, fn: Callable[[], Any]) -> float:
+        if self.device == "cuda":
+            start = self.torch.cuda.Event(enable_timing=True)
+            end = self.torch.cuda.Event(enable_timing=True)
+            if self.flush is not None:
+                self.flush()
+            start.record()
             fn()
-            times.append((time.perf_counter() - begin) * 1e3)
-        return self._summary(times)
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end)
+        fn()
+        begin = time.perf_counter()
+        fn()
+        return (time.perf_counter() - begin) * 1e3
 
     def _summary(self, times: list[float]) -> float:
         return min(times) if self.statistic == "min" else statistics.median(times)
@@ -259,7 +270,7 @@ class Bench:
 
         reference = self._reference(x, op, sample=min(rows, 2048))
         results = []
-        copy_ms = None
+        timed: dict[str, Callable[[], Any]] = {}
         for name, call in providers.items():
             note = None
             if name != "copy":
@@ -267,12 +278,15 @@ class Bench:
             if note is not None:
                 results.append(Result(self.device, dtype, op, rows, cols, name, None, None,
                                       note=f"WRONG: {note}"))
-                continue
-            ms = self.timer(call)
-            gbps = 2 * nbytes / (ms * 1e-3) / 1e9
-            if name == "copy":
-                copy_ms = ms
-            results.append(Result(self.device, dtype, op, rows, cols, name, ms, gbps))
+            else:
+                timed[name] = call
+        times = self.timer.interleaved(timed)
+        for name, ms in times.items():
+            results.append(Result(self.device, dtype, op, rows, cols, name, ms,
+                                  2 * nbytes / (ms * 1e-3) / 1e9))
+        order = list(providers)
+        results.sort(key=lambda r: order.index(r.provider))
+        copy_ms = times.get("copy")
         for r in results:
             if r.ms is not None and copy_ms is not None:
                 r.fraction_of_copy = copy_ms / r.ms

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -70,3 +71,17 @@ def test_gpu_timer_flushes_l2_before_every_timed_call_and_not_inside_it() -> Non
                   flush=lambda: queued.append("flush"))
     assert timer(lambda: queued.append("call")) == 1.0
     assert queued == ["call"] * 2 + ["flush", "record", "call", "record"] * 3
+
+
+def test_timer_takes_the_calls_in_turns_and_reduces_each_to_its_median() -> None:
+    """A burst of other work lands on every provider's repeats alike, not on one provider's; on
+    the CPU each timed call follows an untimed call of its own."""
+    from oneflite.bench import Timer
+
+    calls: list[str] = []
+    timer = Timer("cpu", warmup=1, repeats=3)
+    times = timer.interleaved({"a": lambda: calls.append("a"),
+                               "b": lambda: (calls.append("b"), time.sleep(0.01))})
+    assert calls == ["a", "b"] + ["a", "a", "b", "b"] * 3  # an untimed call before each timed one
+    assert set(times) == {"a", "b"}
+    assert times["b"] >= 10.0 > times["a"]

@@ -5,9 +5,9 @@ quick check in the normal suite.
 Row lengths are picked to reach each rung of the warp ladder (every thread-group width, one and
 two rows per access, each packs-per-lane count) for every dtype, each rung of the warp_tile
 ladder (lanes a row x words a lane) for float and the 16-bit types, then the block paths:
-block_registers at each of its shapes (float's six, the 16-bit types' two), the shared-memory
-path (16-bit rows at three of its block sizes) and the online path for rows past shared
-memory. Each shape runs from an aligned start and from one row in (off a 16-byte boundary for
+block_registers at each of its shapes (float's six, the 16-bit types' two) and with a cached
+tail, the shared-memory path (16-bit rows at three of its block sizes) and the online path for
+rows past shared memory. Each shape runs from an aligned start and from one row in (off a 16-byte boundary for
 most lengths), for softmax and log_softmax; the last test checks from oneflite's own trace that
 every path was reached.
 Transposes (the permute kernel) and dtype= casts (the cast kernel) are covered too. Skips
@@ -40,13 +40,16 @@ OPS = {"softmax": (F.softmax, softmax_ref), "log_softmax": (F.log_softmax, log_s
 # takes W lanes of the first of 9, 13, 17 and 25 words at or above K, if K >= 7: 16-bit rows of
 # 2 * W * K columns, float rows of W * K, for W = 1, 2, 4, 8; 14 columns reach the 7-word end),
 # each block_registers shape, float's (1000, 1534, 3072, 8192, 12345 and 32768 columns) and the
-# 16-bit types' (4000 and 7500 columns; 8192 too), the shared-memory path (double from 258, and
-# float, half from 2049 and bfloat16 from 3073 where block_registers does not take the row: 64
-# threads up to 5120 columns, then 128, 256 from 16384) and the online path (float past 32768
-# columns, half ~116k, double ~29k).
+# 16-bit types' (4000 and 7500 columns; 8192 too), block_registers with a cached tail in shared
+# memory (16-bit 12345 and 16384 columns on 256 threads and 65536 on 512, float 40001 and 81920
+# on 1024), the shared-memory path (double from 258, and float, half from 2049 and bfloat16 from
+# 3073 where no register path takes the row: 16-bit rows on 64 threads up to 5120 columns, 128
+# at 9000, 256 at 20000) and the online path (float 65536 and past 90112 columns, 16-bit past
+# 65536, double ~29k).
 COLS = [1, 2, 3, 5, 6, 9, 10, 12, 13, 14, 17, 18, 20, 25, 26, 31, 33, 34, 36, 50, 52, 64, 65, 68,
         72, 100, 104, 129, 136, 144, 200, 208, 254, 257, 272, 400, 506, 513, 1000, 1025, 1534,
-        2500, 3072, 4000, 4097, 7500, 8192, 12345, 16384, 32768, 65536, 100003, 262144]  # fmt: skip
+        2500, 3072, 4000, 4097, 7500, 8192, 9000, 12345, 16384, 20000, 32768, 40001, 65536,
+        81920, 100003, 262144]  # fmt: skip
 TILE_WIDTHS = (1, 2, 4, 8)
 TILE_WORDS = (9, 13, 17, 25)
 
@@ -287,6 +290,11 @@ def test_every_kernel_path_was_reached():
                 if shape not in shapes:
                     missing.append(f"{dtype.name}: block_registers block={shape[0]} "
                                    f"cols_per_thread={shape[1]}")
+            tail_re = r"block_registers: .* block=(\d+) smem=\d+ tail_cols="
+            tail_blocks = {int(b) for p in plans for b in re.findall(tail_re, p)}
+            for block in (1024,) if dtype == oneflite.float32 else (256, 512):
+                if block not in tail_blocks:
+                    missing.append(f"{dtype.name}: block_registers block={block} with a tail")
         else:
             expected = ("warp", "block_smem", "block_online")
         if dtype != oneflite.float64:

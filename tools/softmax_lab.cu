@@ -32,6 +32,8 @@
 //               512x2, 512x4, 512x8 or 1024x8 (at most 32 values a thread)
 //   rows=N      the warp path's rung with each group taking N (1, 2 or 4) rows at once (rungs
 //               of up to 2 packs a lane)
+//   tail=BxN    block_registers with B threads of N register packs, the rest of the row cached
+//               in shared memory: 1024x8 (float), 512x2, 512x4, 1024x2, 1024x4 (16-bit), 512x8
 //   held=0      block_online without its uncached packs held in registers (all read twice)
 //   warp=WxN[xB]  a warp rung the ladder does not have: W lanes a row, N packs of B bytes
 //               (default 16) a lane; one of ForEachLabWarpShape's below
@@ -54,6 +56,8 @@
 #include <string>
 #include <vector>
 
+// The planner's lab-only shapes (PlanRegistersTail).
+#define ONEFLITE_SOFTMAX_LAB 1
 #include "ep/primitive/softmax_kernels.cuh"
 
 namespace {
@@ -414,6 +418,23 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
                         : PlanBlockRegisters<T, Algorithm::kLogSoftmax>(info, rows, cols, true,
                                                                          block, packs, regs);
     if (ok) { plan = regs; }
+  } else if (variant.rfind("tail=", 0) == 0) {
+    // block_registers with B threads of N register packs and the rest of the row in shared
+    // memory (tail=BxN).
+    const std::string shape = variant.substr(5);
+    const int block = std::stoi(shape.substr(0, shape.find('x')));
+    const int packs = std::stoi(shape.substr(shape.find('x') + 1));
+    Plan regs = plan;
+    const bool ok = options.algo == Algorithm::kSoftmax
+                        ? PlanRegistersTail<T, Algorithm::kSoftmax>(info, rows, cols, true, block,
+                                                                     packs, regs)
+                        : PlanRegistersTail<T, Algorithm::kLogSoftmax>(info, rows, cols, true,
+                                                                        block, packs, regs);
+    if (ok) {
+      plan = regs;
+    } else {
+      SkipVariant(variant, cols, plan);
+    }
   } else if (variant.rfind("online=", 0) == 0 && plan.path != Path::kWarp) {
     // block_online with N blocks per SM, each caching 1/N of the SM's shared memory.
     const int n = std::stoi(variant.substr(7));

@@ -422,7 +422,7 @@ def block_online() -> Svg:
 # ---- Choosing a path -------------------------------------------------------------------------
 
 def dispatch() -> Svg:
-    svg = Svg(760, 610, "How PlanSoftmax chooses a path")
+    svg = Svg(760, 692, "How PlanSoftmax chooses a path")
     def box(x: float, y: float, w: float, h: float, lines: list[str], colors: tuple[str, str],
             bold_first: bool = True) -> None:
         svg.rect(x, y, w, h, fill=colors[0], stroke=colors[1], rx=6, width=1.5)
@@ -449,29 +449,32 @@ def dispatch() -> Svg:
              ["warp_tile", "a warp stages two", "tiles of rows in smem"])
     decision(254, ["window ≤ the largest warp rung?", "(the row fits a lane's register budget)"],
              ["warp", "first rung that fits", "edge code if ragged"])
-    box(120, 336, 400, 66, ["16-bit, ≤ 640 packs: 64 threads. Else from 128 up:",
+    decision(336, ["a block_registers shape plus a tail in smem?",
+                   "(16-bit 10-16K, 58-64K; float 37-58K, 66-90K)"],
+             ["block_registers", "registers, the rest", "cached in smem"])
+    box(120, 418, 400, 66, ["16-bit, ≤ 640 packs: 64 threads. Else from 128 up:",
                             "row fits the opt-in shared memory? ask the occupancy API",
                             "128 if 4+ fit and < 16 packs a thread, else most threads"],
         ("#ffffff", INK), bold_first=False)
-    svg.line(520, 369, 598, 369, arrow=True)
-    svg.text(559, 362, "2+ per SM", size=11.5, anchor="middle", fill=CXX[1], weight="bold")
-    box(600, 342, 150, 56, ["block_smem", "row cached whole"], SMEM)
-    svg.line(230, 402, 230, 454, arrow=True)
-    svg.text(240, 426, "none fits", size=12, fill=PAD[1], weight="bold")
-    box(20, 456, 300, 68, ["block_online", "the largest block, one per SM:",
+    svg.line(520, 451, 598, 451, arrow=True)
+    svg.text(559, 444, "2+ per SM", size=11.5, anchor="middle", fill=CXX[1], weight="bold")
+    box(600, 424, 150, 56, ["block_smem", "row cached whole"], SMEM)
+    svg.line(230, 484, 230, 536, arrow=True)
+    svg.text(240, 508, "none fits", size=12, fill=PAD[1], weight="bold")
+    box(20, 538, 300, 68, ["block_online", "the largest block, one per SM:",
                            "cache what fits, read the rest twice"], GLOBAL)
-    svg.line(440, 402, 440, 454, arrow=True)
-    svg.text(450, 426, "only 1 per SM", size=12, fill=PAD[1], weight="bold")
-    box(334, 456, 250, 68, ["two per SM, if two fit:", "half the largest size, each caching",
+    svg.line(440, 484, 440, 536, arrow=True)
+    svg.text(450, 508, "only 1 per SM", size=12, fill=PAD[1], weight="bold")
+    box(334, 538, 250, 68, ["two per SM, if two fit:", "half the largest size, each caching",
                             "half the SM's shared memory"], ("#ffffff", INK), bold_first=False)
-    svg.line(584, 490, 598, 490, arrow=True)
-    box(600, 462, 150, 56, ["block_online", "rest read twice"], GLOBAL)
+    svg.line(584, 572, 598, 572, arrow=True)
+    box(600, 544, 150, 56, ["block_online", "rest read twice"], GLOBAL)
     notes = ["Every path launches one block per tile of rows, up to 2^31 \u2212 1 blocks; the "
              "kernels stride over any rest.",
              "Launch and Describe call the same PlanSoftmax, so the trace shows exactly what "
              "ran."]
     for k, note in enumerate(notes):
-        svg.text(20, 560 + 20 * k, note, size=12.5, fill=MUTED)
+        svg.text(20, 642 + 20 * k, note, size=12.5, fill=MUTED)
     return svg
 
 

@@ -1045,16 +1045,25 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
 // reduces as the block paths do (BlockAllReduce). Each element is loaded once, exp-ed once and
 // stored once, with no shared-memory copy of the row. Whole packs move as vectors; the window's
 // first and last packs, where they stick out of the row, are loaded by LoadPack element by
-// element and stored element by element. cols <= kBlock * kPacks * P, so in-row positions are
-// int.
-template <typename T, Algorithm kAlgorithm, int kBlock, int kPacks>
+// element and stored element by element. cols <= kBlock * (kPacks + tail_slots) * P, so in-row
+// positions are int.
+//
+// kCachedTail: the row's window packs past the registers' kBlock * kPacks (its tail) go to
+// dynamic shared memory, up to `tail_slots` a thread, pack kPacks + s of thread t at slot
+// s * kBlock + t, by cp.async requested right behind the register loads. A thread reads back
+// only the slots it copied, so no barrier guards them. The tail is folded into the thread's
+// max by the online normalizer (one exp an element) and exp-ed again in the output pass; the
+// register part is exp-ed once, as without a tail.
+template <typename T, Algorithm kAlgorithm, int kBlock, int kPacks, bool kCachedTail = false>
 __global__ void __launch_bounds__(kBlock)
     BlockRegisterSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows,
-                               int cols, bool y_vector_ok) {
+                               int cols, bool y_vector_ok, int tail_slots) {
   using C = ComputeType<T>;
   constexpr int P = PackSize<T>::value;
   __shared__ C posts[2][kBlock / kWarpSize];  // BlockAllReduce's, for the max and the sum
+  extern __shared__ uint4 tail_cache[];
   const int tid = threadIdx.x;
+  Pack<T>* const tail_slot = reinterpret_cast<Pack<T>*>(tail_cache) + tid;  // slot 0; s at s * kBlock
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T* x_row = x + row * cols;
     T* y_row = y + row * cols;
@@ -1090,6 +1099,23 @@ __global__ void __launch_bounds__(kBlock)
         packs[n] = k < window ? LoadPack(x_row, k * P - head, cols) : NegativeInfinityPack<T>();
       }
     }
+    // The tail's copies: whole packs by cp.async, the row's last pack, if it sticks out of the
+    // row, element by element (so no copy strays outside the tensor).
+    const int tail = kCachedTail ? min(PacksOwned<kBlock>(window - kPacks * kBlock, tid), tail_slots)
+                                 : 0;
+    auto tail_column = [&](int s) { return (tid + (kPacks + s) * kBlock) * P - head; };
+    if constexpr (kCachedTail) {
+#pragma unroll 4
+      for (int s = 0; s < tail; ++s) {
+        const int c0 = tail_column(s);
+        if (c0 + P <= cols) {
+          __pipeline_memcpy_async(tail_slot + s * kBlock, x_row + c0, kPackBytes);
+        } else {
+          tail_slot[s * kBlock] = LoadPackElements(x_row, c0, cols);
+        }
+      }
+      __pipeline_commit();
+    }
     C v[kPacks * P];
 #pragma unroll
     for (int n = 0; n < kPacks; ++n) {
@@ -1099,8 +1125,24 @@ __global__ void __launch_bounds__(kBlock)
     C m = v[0];
 #pragma unroll
     for (int i = 1; i < kPacks * P; ++i) { m = Max(m, v[i]); }
+    // The tail's (max, sum), starting from the registers' max.
+    MaxSum<C> tail_stats{m, C(0)};
+    if constexpr (kCachedTail) {
+      __pipeline_wait_prior(0);
+      constexpr int U = kBlockUnroll<T> / 2;
+      for (int s0 = 0; s0 < tail; s0 += U) {
+        Pack<T> cached[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          cached[u] = s0 + u < tail ? tail_slot[(s0 + u) * kBlock] : NegativeInfinityPack<T>();
+        }
+        FoldPacks<T, U>(tail_stats, cached, tail - s0);
+      }
+      m = tail_stats.max;
+    }
     const C row_max = BlockAllReduce<kBlock>(m, posts[0], MaxOp<C>());
     C sum = 0;
+    if constexpr (kCachedTail) { sum = tail_stats.sum * Exp<T>(tail_stats.max - SafeShift(row_max)); }
 #pragma unroll
     for (int i = 0; i < kPacks * P; ++i) { Shift<T, kAlgorithm>(v[i], row_max, sum); }
     const ShiftedOutput<T, kAlgorithm> output(BlockAllReduce<kBlock>(sum, posts[1], SumOp<C>()));
@@ -1118,6 +1160,29 @@ __global__ void __launch_bounds__(kBlock)
 #pragma unroll
         for (int j = 0; j < P; ++j) {
           if (c0 + j >= 0 && c0 + j < cols) { y_row[c0 + j] = FromCompute<T>(out[j]); }
+        }
+      }
+    }
+    if constexpr (kCachedTail) {
+#pragma unroll 2
+      for (int s = 0; s < tail; ++s) {
+        const Pack<T> in = tail_slot[s * kBlock];
+        C out[P];
+#pragma unroll
+        for (int j = 0; j < P; ++j) {
+          C value = ToCompute(in.elem[j]);
+          C unused = 0;
+          Shift<T, kAlgorithm>(value, row_max, unused);
+          out[j] = output(value);
+        }
+        const int c0 = tail_column(s);
+        if (y_vector_ok && c0 + P <= cols) {
+          StorePack(y_row + c0, MakePack<T>(out));
+        } else {
+#pragma unroll
+          for (int j = 0; j < P; ++j) {
+            if (c0 + j < cols) { y_row[c0 + j] = FromCompute<T>(out[j]); }
+          }
         }
       }
     }
@@ -1351,12 +1416,13 @@ void LaunchBlock(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t co
   ONEFLITE_CUDA_CHECK_LAUNCH();
 }
 
-template <typename T, Algorithm kAlgorithm, int kBlock, int kPacks>
+template <typename T, Algorithm kAlgorithm, int kBlock, int kPacks, bool kCachedTail = false>
 void LaunchBlockRegisters(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols,
                           const void* x, void* y) {
-  BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks>
-      <<<plan.grid, kBlock, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), rows,
-                                         static_cast<int>(cols), SameAlignment(x, y));
+  BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, kCachedTail>
+      <<<plan.grid, kBlock, plan.smem, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
+                                                 rows, static_cast<int>(cols), SameAlignment(x, y),
+                                                 plan.cached_packs / kBlock);
   ONEFLITE_CUDA_CHECK_LAUNCH();
 }
 
@@ -1677,6 +1743,117 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
   return chosen;
 }
 
+// Fills `plan` for block_registers with a cached tail (see BlockRegisterSoftmaxKernel): `block`
+// threads of `packs` register packs each, and the rest of the row's window in shared memory, as
+// many slots a thread as that takes. False when the shape's registers hold the row already, or
+// its tail does not fit in the shared memory one block may take.
+template <typename T, Algorithm kAlgorithm>
+bool PlanRegistersTail(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_aligned,
+                       int block, int packs, Plan& plan) {
+  constexpr int P = PackSize<T>::value;
+  const int64_t window = MaxWindowPacks<T>(cols, x_aligned);
+  bool chosen = false;
+  auto consider = [&](auto block_tag, auto packs_tag) {
+    constexpr int kBlock = decltype(block_tag)::value;
+    constexpr int kPacks = decltype(packs_tag)::value;
+    if constexpr (kPacks * P <= 32 && !std::is_same_v<T, double>) {
+      const int64_t in_registers = int64_t{kBlock} * kPacks;
+      if (chosen || kBlock != block || kPacks != packs || window <= in_registers) { return; }
+      const auto* kernel = reinterpret_cast<const void*>(
+          &BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, true>);
+      const int64_t slots = (window - in_registers + kBlock - 1) / kBlock;
+      const size_t smem = static_cast<size_t>(slots * kBlock) * kPackBytes;
+      if (smem > MaxDynamicSmem(kernel, info)) { return; }
+      chosen = true;
+      plan.path = Path::kBlockRegisters;
+      plan.pack = P;
+      plan.block = kBlock;
+      plan.cols_per_thread = kPacks * P;
+      plan.cached_packs = static_cast<int>(slots * kBlock);
+      plan.smem = smem;
+      plan.launch = &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks, true>;
+      SetGrid(plan, rows, info, MaxActiveBlocksPerSm(kernel, info, kBlock, smem),
+              /*persistent=*/false);
+    }
+  };
+  // The planner's shapes (PlanCachedTail), and others for the lab's comparison.
+  if constexpr (kIs16Bit<T>) {
+    consider(std::integral_constant<int, 256>{}, std::integral_constant<int, 2>{});
+    consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 2>{});
+  } else {
+    consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 8>{});
+  }
+#ifdef ONEFLITE_SOFTMAX_LAB
+  consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 4>{});
+  consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 2>{});
+  consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 4>{});
+  consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 8>{});
+  if constexpr (kIs16Bit<T>) {
+    consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 8>{});
+  } else {
+    consider(std::integral_constant<int, 256>{}, std::integral_constant<int, 2>{});
+    consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 2>{});
+  }
+#endif
+  return chosen;
+}
+
+// block_registers with a cached tail (PlanRegistersTail), for the rows where it measured ahead
+// of the plan the rest of PlanSoftmax makes. On an H200 (tools/softmax_lab.cu, tail=BxN against
+// that plan; fractions of copy, softmax / log_softmax, half and bfloat16 alike within 1-2%):
+//  * 16-bit rows of 1281-2048 packs (10241-16384 columns), where block_smem gives 128 threads
+//    11-16 packs each, from 1537 packs (12289 columns) for rows off a 16-byte boundary: 256
+//    threads of 2 register packs. 11000 columns 0.928 -> 0.964, 12000 0.958 -> 0.986, 12345
+//    0.912 -> 0.963 / 0.917 -> 0.964, 14001 0.906 -> 0.962; level at 9000-10248, 16384 and
+//    20000; behind at 8500 (0.938 -> 0.885) and 6000 (0.995 -> 0.803), where a thread has too
+//    few packs in flight, and for rows off a boundary up to about 11000 columns (10241 0.916 ->
+//    0.834, 11001 0.923 -> 0.896).
+//  * 16-bit rows that block_smem could give only one block an SM (PlanTwoPerSm's), while two
+//    blocks of 512 threads of 2 register packs fit: bfloat16 65536 0.894 -> 0.922 / 0.913 ->
+//    0.932, half 0.916 -> 0.929, 60000 +1%. Past that (65535 columns, one block an SM) 0.865 ->
+//    0.759.
+//  * float rows of at least 9 x 1024 packs (36864 columns), a tail slot a thread or more: 1024
+//    threads of 8 register packs, one block an SM. 45000 0.832 -> 0.932, 49152 0.817 -> 0.911,
+//    57344 0.783 -> 0.903, 81920 0.800 -> 0.888, 90000 0.760 -> 0.859 (log_softmax up to 0.03
+//    more); 40001 level / +3%. Except where block_online's one block holds the row on chip (its
+//    shared memory and held packs; float 58049-66240 columns): 65536 0.927 against 0.901-0.910.
+//    Below 9 x 1024 packs the tail lost (33000 columns 0.947 -> 0.899).
+template <typename T, Algorithm kAlgorithm>
+bool PlanCachedTail(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_aligned,
+                    Plan& plan) {
+  if constexpr (std::is_same_v<T, double>) {
+    return false;
+  } else {
+    const int64_t window = MaxWindowPacks<T>(cols, x_aligned);
+    Plan tail = plan;
+    if constexpr (kIs16Bit<T>) {
+      const bool rows_aligned = x_aligned && cols % PackSize<T>::value == 0;
+      if (window > (rows_aligned ? 10 : 12) * 128 && window <= 16 * 128) {
+        return PlanRegistersTail<T, kAlgorithm>(info, rows, cols, x_aligned, 256, 2, plan);
+      }
+      const bool one_block = window * kPackBytes > info.max_shared_memory_per_sm / 2;
+      if (!one_block ||
+          !PlanRegistersTail<T, kAlgorithm>(info, rows, cols, x_aligned, 512, 2, tail) ||
+          tail.active_per_sm < 2) {
+        return false;
+      }
+    } else {
+      constexpr int kBlock = kMaxBlockSize<T>;
+      const auto* online = reinterpret_cast<const void*>(
+          &BlockSoftmaxKernel<T, kAlgorithm, kBlock, true, true, T, kOnlineHeldPacks>);
+      const int64_t cached = static_cast<int64_t>(MaxDynamicSmem(online, info) / kPackBytes);
+      const bool online_holds_row =
+          window > cached && window <= cached + int64_t{kOnlineHeldPacks} * kBlock;
+      if (window < 9 * 1024 || online_holds_row ||
+          !PlanRegistersTail<T, kAlgorithm>(info, rows, cols, x_aligned, 1024, 8, tail)) {
+        return false;
+      }
+    }
+    plan = tail;
+    return true;
+  }
+}
+
 // The one decision function. `x_aligned`: x starts on a 16-byte boundary, and so does y (Describe,
 // which has no pointers, assumes they do). `allow_registers` = false plans a shared-memory block
 // path for any row, never the paths that hold a row in registers or stage it per warp (for
@@ -1717,6 +1894,12 @@ Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_
         PlanWarp<T, kAlgorithm, Shape>(info, rows, cols % P != 0 || !x_aligned, plan);
       }
     });
+    return plan;
+  }
+
+  // Rows that a block_registers shape holds with a tail cached in shared memory, where that
+  // measured ahead of the paths below (PlanCachedTail).
+  if (allow_registers && PlanCachedTail<T, kAlgorithm>(info, rows, cols, x_aligned, plan)) {
     return plan;
   }
 

@@ -88,6 +88,10 @@ std::string ToString(const Plan& plan) {
     case Path::kBlockRegisters:
       out << "block_registers: pack=" << plan.pack << " cols_per_thread=" << plan.cols_per_thread
           << " block=" << plan.block;
+      if (plan.smem > 0) {
+        out << " smem=" << plan.smem
+            << " tail_cols=" << static_cast<int64_t>(plan.cached_packs) * plan.pack;
+      }
       break;
     case Path::kWarpTile:
       out << "warp_tile: pack=" << plan.pack << " cols_per_thread=" << plan.cols_per_thread
