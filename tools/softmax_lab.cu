@@ -11,6 +11,8 @@
 //   --variant NAME ...                   default, or one of the variants below (several run
 //                                        side by side; smem=48k runs alone)
 //   --reps N                             timed calls per shape (default 20, the median is kept)
+//   --rows N                             rows of every shape (default the benchmark's: 98304 up
+//                                        to 2048 cols, 2^27 / cols beyond)
 //
 //   default     the plan PlanSoftmax makes
 //   grid=tiles       one block per tile of rows, never a persistent grid
@@ -92,6 +94,7 @@ struct Options {
   Algorithm algo = Algorithm::kSoftmax;
   std::vector<std::string> variants;
   int reps = 20;
+  int64_t rows = 0;  // 0: the benchmark's rows for each cols
 };
 
 [[maybe_unused]] float ToFloat(__half v) { return __half2float(v); }
@@ -457,7 +460,8 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
               cudaStream_t stream) {
   const L2Flush flush(info);
   for (const int64_t cols : options.cols) {
-    const int64_t rows = cols <= 2048 ? 98304 : (int64_t{1} << 27) / cols;
+    const int64_t rows =
+        options.rows > 0 ? options.rows : cols <= 2048 ? 98304 : (int64_t{1} << 27) / cols;
     const int64_t n = rows * cols;
     // Uniform in [-8, 8) from a hash of the index: cheap enough for 100M elements.
     std::vector<T> host_x(n);
@@ -549,6 +553,8 @@ int main(int argc, char** argv) {
       options.variants.push_back(value());
     } else if (arg == "--reps") {
       options.reps = std::stoi(value());
+    } else if (arg == "--rows") {
+      options.rows = std::stoll(value());
     } else if (arg == "--cols") {
       while (i + 1 < argc && argv[i + 1][0] != '-') {
         options.cols.push_back(std::stoll(argv[++i]));
