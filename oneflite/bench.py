@@ -13,16 +13,16 @@ Providers:
   * ``triton``: a one-row-per-program Triton kernel in the design of the Triton tutorial (GPU);
   * ``numpy``: a plain NumPy softmax (CPU).
 
-Every result is checked against a float64 reference before it is timed. GPU times come from
-CUDA events around each call on one shared stream (oneflite's, which torch and Triton are
-pointed at), the median of many calls after warm-up, the providers' calls taken in turns. Before each timed call the stream reads a
-buffer four times the size of the L2 cache: short rows make tensors of only 6-50 MB, which a
-previous call would otherwise leave in L2. The flush reads rather than writes, so that the
-timed call does not pay for writing back dirty lines, and it keeps the GPU busy while the host
-launches the call, so launch cost is not timed (``--overhead`` measures that). CPU times use
-the median of wall-clock repeats (``--statistic min``: the minimum, for a machine shared with
-other jobs), each right after an untimed call of the same provider: there nothing is flushed,
-and every CPU provider runs on warm caches and an awake thread pool.
+Every result is checked against a float64 reference before it is timed. GPU times come from CUDA
+events around each call on one shared stream (oneflite's, which torch and Triton are pointed at),
+the median of many calls after warm-up, the providers' calls taken in turns. Before each timed call
+the stream reads a buffer four times the size of the L2 cache: short rows make tensors of only 6-50
+MB, which a previous call would otherwise leave in L2. The flush reads rather than writes, so that
+the timed call does not pay for writing back dirty lines, and it keeps the GPU busy while the host
+launches the call, so launch cost is not timed (``--overhead`` measures that). CPU times use the
+median of wall-clock repeats (``--statistic min``: the minimum, for a machine shared with other
+jobs), each right after an untimed call of the same provider: there nothing is flushed, and every
+CPU provider runs on warm caches and an awake thread pool.
 
 Examples::
 

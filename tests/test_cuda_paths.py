@@ -7,9 +7,9 @@ two rows per access, each packs-per-lane count) for every dtype, each rung of th
 ladder (lanes a row x words a lane) for float and the 16-bit types, then the block paths:
 block_registers at each of its shapes (float's six, the 16-bit types' two) and with a cached
 tail, the shared-memory path (16-bit rows at three of its block sizes) and the online path for
-rows past shared memory. Each shape runs from an aligned start and from one row in (off a 16-byte boundary for
-most lengths), for softmax and log_softmax; the last test checks from oneflite's own trace that
-every path was reached.
+rows past shared memory. Each shape runs from an aligned start and from one row in (off a
+16-byte boundary for most lengths), for softmax and log_softmax; the last test checks from
+oneflite's own trace that every path was reached.
 Transposes (the permute kernel) and dtype= casts (the cast kernel) are covered too. Skips
 without a CUDA GPU.
 """

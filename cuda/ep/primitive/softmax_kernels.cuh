@@ -1063,7 +1063,8 @@ __global__ void __launch_bounds__(kBlock)
   __shared__ C posts[2][kBlock / kWarpSize];  // BlockAllReduce's, for the max and the sum
   extern __shared__ uint4 tail_cache[];
   const int tid = threadIdx.x;
-  Pack<T>* const tail_slot = reinterpret_cast<Pack<T>*>(tail_cache) + tid;  // slot 0; s at s * kBlock
+  // This thread's tail slot 0; slot s is s * kBlock packs on.
+  Pack<T>* const tail_slot = reinterpret_cast<Pack<T>*>(tail_cache) + tid;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T* x_row = x + row * cols;
     T* y_row = y + row * cols;
@@ -1101,8 +1102,8 @@ __global__ void __launch_bounds__(kBlock)
     }
     // The tail's copies: whole packs by cp.async, the row's last pack, if it sticks out of the
     // row, element by element (so no copy strays outside the tensor).
-    const int tail = kCachedTail ? min(PacksOwned<kBlock>(window - kPacks * kBlock, tid), tail_slots)
-                                 : 0;
+    const int tail =
+        kCachedTail ? min(PacksOwned<kBlock>(window - kPacks * kBlock, tid), tail_slots) : 0;
     auto tail_column = [&](int s) { return (tid + (kPacks + s) * kBlock) * P - head; };
     if constexpr (kCachedTail) {
 #pragma unroll 4
@@ -1142,7 +1143,9 @@ __global__ void __launch_bounds__(kBlock)
     }
     const C row_max = BlockAllReduce<kBlock>(m, posts[0], MaxOp<C>());
     C sum = 0;
-    if constexpr (kCachedTail) { sum = tail_stats.sum * Exp<T>(tail_stats.max - SafeShift(row_max)); }
+    if constexpr (kCachedTail) {
+      sum = tail_stats.sum * Exp<T>(tail_stats.max - SafeShift(row_max));
+    }
 #pragma unroll
     for (int i = 0; i < kPacks * P; ++i) { Shift<T, kAlgorithm>(v[i], row_max, sum); }
     const ShiftedOutput<T, kAlgorithm> output(BlockAllReduce<kBlock>(sum, posts[1], SumOp<C>()));
