@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from types import SimpleNamespace
+
+import pytest
 
 from conftest import run_python
 
@@ -73,15 +74,23 @@ def test_gpu_timer_flushes_l2_before_every_timed_call_and_not_inside_it() -> Non
     assert queued == ["call"] * 2 + ["flush", "record", "call", "record"] * 3
 
 
-def test_timer_takes_the_calls_in_turns_and_reduces_each_to_its_median() -> None:
+def test_timer_takes_the_calls_in_turns_and_reduces_each_to_its_median(monkeypatch) -> None:
     """A burst of other work lands on every provider's repeats alike, not on one provider's; on
-    the CPU each timed call follows an untimed call of its own."""
-    from oneflite.bench import Timer
+    the CPU each timed call follows an untimed call of its own. A fake clock that each call
+    advances by its own amount shows which call each time belongs to."""
+    import oneflite.bench as bench
 
+    now = [0.0]
+    monkeypatch.setattr(bench, "time", SimpleNamespace(perf_counter=lambda: now[0]))
     calls: list[str] = []
-    timer = Timer("cpu", warmup=1, repeats=3)
-    times = timer.interleaved({"a": lambda: calls.append("a"),
-                               "b": lambda: (calls.append("b"), time.sleep(0.01))})
+
+    def call(name: str, seconds: float):
+        def run() -> None:
+            calls.append(name)
+            now[0] += seconds
+        return run
+
+    timer = bench.Timer("cpu", warmup=1, repeats=3)
+    times = timer.interleaved({"a": call("a", 0.001), "b": call("b", 0.004)})
     assert calls == ["a", "b"] + ["a", "a", "b", "b"] * 3  # an untimed call before each timed one
-    assert set(times) == {"a", "b"}
-    assert times["b"] >= 10.0 > times["a"]
+    assert times == {"a": pytest.approx(1.0), "b": pytest.approx(4.0)}

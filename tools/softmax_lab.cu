@@ -35,7 +35,8 @@
 //   rows=N      the warp path's rung with each group taking N (1, 2 or 4) rows at once (rungs
 //               of up to 2 packs a lane)
 //   tail=BxN    block_registers with B threads of N register packs, the rest of the row cached
-//               in shared memory: 1024x8 (float), 512x2, 512x4, 1024x2, 1024x4 (16-bit), 512x8
+//               in shared memory: 256x2, 512x2, 512x4, 512x8, 1024x2, 1024x4 or 1024x8 (at most
+//               32 values a thread)
 //   held=0      block_online without its uncached packs held in registers (all read twice)
 //   warp=WxN[xB]  a warp rung the ladder does not have: W lanes a row, N packs of B bytes
 //               (default 16) a lane; one of ForEachLabWarpShape's below
@@ -406,36 +407,30 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
       });
     }
     if (!found) { SkipVariant(variant, cols, plan); }
-  } else if (variant == "path=registers" || variant.rfind("registers=", 0) == 0) {
-    // block_registers: the default shape, or B threads of N packs each (registers=BxN).
+  } else if (variant == "path=registers" || variant.rfind("registers=", 0) == 0 ||
+             variant.rfind("tail=", 0) == 0) {
+    // block_registers: the default shape, or B threads of N packs each (registers=BxN), or B
+    // threads of N register packs and the rest of the row in shared memory (tail=BxN).
+    const bool tail = variant.rfind("tail=", 0) == 0;
     int block = 0, packs = 0;
     if (variant != "path=registers") {
-      const std::string shape = variant.substr(10);
+      const std::string shape = variant.substr(variant.find('=') + 1);
       block = std::stoi(shape.substr(0, shape.find('x')));
       packs = std::stoi(shape.substr(shape.find('x') + 1));
     }
+    auto plan_for = [&](auto algo_tag, Plan& regs) {
+      constexpr Algorithm kAlgorithm = decltype(algo_tag)::value;
+      return tail ? PlanRegistersTail<T, kAlgorithm>(info, rows, cols, true, block, packs, regs)
+                  : PlanBlockRegisters<T, kAlgorithm>(info, rows, cols, true, block, packs, regs);
+    };
     Plan regs = plan;
-    const bool ok = options.algo == Algorithm::kSoftmax
-                        ? PlanBlockRegisters<T, Algorithm::kSoftmax>(info, rows, cols, true,
-                                                                      block, packs, regs)
-                        : PlanBlockRegisters<T, Algorithm::kLogSoftmax>(info, rows, cols, true,
-                                                                         block, packs, regs);
-    if (ok) { plan = regs; }
-  } else if (variant.rfind("tail=", 0) == 0) {
-    // block_registers with B threads of N register packs and the rest of the row in shared
-    // memory (tail=BxN).
-    const std::string shape = variant.substr(5);
-    const int block = std::stoi(shape.substr(0, shape.find('x')));
-    const int packs = std::stoi(shape.substr(shape.find('x') + 1));
-    Plan regs = plan;
-    const bool ok = options.algo == Algorithm::kSoftmax
-                        ? PlanRegistersTail<T, Algorithm::kSoftmax>(info, rows, cols, true, block,
-                                                                     packs, regs)
-                        : PlanRegistersTail<T, Algorithm::kLogSoftmax>(info, rows, cols, true,
-                                                                        block, packs, regs);
+    const bool ok =
+        options.algo == Algorithm::kSoftmax
+            ? plan_for(std::integral_constant<Algorithm, Algorithm::kSoftmax>{}, regs)
+            : plan_for(std::integral_constant<Algorithm, Algorithm::kLogSoftmax>{}, regs);
     if (ok) {
       plan = regs;
-    } else {
+    } else if (tail) {
       SkipVariant(variant, cols, plan);
     }
   } else if (variant.rfind("online=", 0) == 0 && plan.path != Path::kWarp) {

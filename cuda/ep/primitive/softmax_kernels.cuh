@@ -1787,16 +1787,13 @@ bool PlanRegistersTail(const CudaDeviceInfo& info, int64_t rows, int64_t cols, b
     consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 8>{});
   }
 #ifdef ONEFLITE_SOFTMAX_LAB
+  consider(std::integral_constant<int, 256>{}, std::integral_constant<int, 2>{});
+  consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 2>{});
   consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 4>{});
+  consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 8>{});
   consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 2>{});
   consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 4>{});
-  consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 8>{});
-  if constexpr (kIs16Bit<T>) {
-    consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 8>{});
-  } else {
-    consider(std::integral_constant<int, 256>{}, std::integral_constant<int, 2>{});
-    consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 2>{});
-  }
+  consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 8>{});
 #endif
   return chosen;
 }
@@ -1828,18 +1825,21 @@ bool PlanCachedTail(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool
     return false;
   } else {
     const int64_t window = MaxWindowPacks<T>(cols, x_aligned);
-    Plan tail = plan;
     if constexpr (kIs16Bit<T>) {
       const bool rows_aligned = x_aligned && cols % PackSize<T>::value == 0;
       if (window > (rows_aligned ? 10 : 12) * 128 && window <= 16 * 128) {
         return PlanRegistersTail<T, kAlgorithm>(info, rows, cols, x_aligned, 256, 2, plan);
       }
+      // 512 x 2 only while two of its blocks fit on an SM.
       const bool one_block = window * kPackBytes > info.max_shared_memory_per_sm / 2;
+      Plan tail = plan;
       if (!one_block ||
           !PlanRegistersTail<T, kAlgorithm>(info, rows, cols, x_aligned, 512, 2, tail) ||
           tail.active_per_sm < 2) {
         return false;
       }
+      plan = tail;
+      return true;
     } else {
       constexpr int kBlock = kMaxBlockSize<T>;
       const auto* online = reinterpret_cast<const void*>(
@@ -1847,13 +1847,9 @@ bool PlanCachedTail(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool
       const int64_t cached = static_cast<int64_t>(MaxDynamicSmem(online, info) / kPackBytes);
       const bool online_holds_row =
           window > cached && window <= cached + int64_t{kOnlineHeldPacks} * kBlock;
-      if (window < 9 * 1024 || online_holds_row ||
-          !PlanRegistersTail<T, kAlgorithm>(info, rows, cols, x_aligned, 1024, 8, tail)) {
-        return false;
-      }
+      return window >= 9 * 1024 && !online_holds_row &&
+             PlanRegistersTail<T, kAlgorithm>(info, rows, cols, x_aligned, 1024, 8, plan);
     }
-    plan = tail;
-    return true;
   }
 }
 
