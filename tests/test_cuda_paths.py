@@ -109,6 +109,35 @@ def test_softmax_kernel_path_matches_the_reference(cols, dtype, kind):
     )
 
 
+@pytest.mark.parametrize(
+    ("dtype", "cols", "rows"),
+    [
+        (oneflite.float32, 8192, 300),  # 32 KiB rows: not staggered
+        (oneflite.float32, 12345, 300),  # block_registers, two blocks an SM
+        (oneflite.float32, 65536, 140),  # block_online, one block an SM
+        (oneflite.float16, 32768, 600),  # block_smem
+        (oneflite.bfloat16, 65536, 300),  # block_registers with a tail
+        (oneflite.float64, 8000, 300),  # block_smem
+    ],
+    ids=lambda v: getattr(v, "name", v),
+)
+def test_first_wave_stagger_leaves_results_unchanged(dtype, cols, rows):
+    # Block paths start their first wave's blocks in groups a few microseconds apart when a row
+    # has 48 KiB or more (StaggerFirstWave); more rows than the first wave, so later blocks
+    # start at once behind the staggered ones.
+    values = np.random.default_rng(cols).standard_normal((rows, cols)) * 4
+    x = make_tensor(values, dtype, DEVICE)
+    with oneflite.trace() as t:
+        y = F.softmax(x, -1)
+    plans = _plan(t)
+    assert len(plans) == 1, plans
+    staggered = re.search(r" stagger=4x(\d+)clk", plans[0])
+    assert (staggered is not None) == (cols * dtype.itemsize >= 48 * 1024), plans[0]
+    if staggered:
+        assert int(staggered.group(1)) > 0, plans[0]
+    assert_close(to_float64(y), softmax_ref(to_float64(x), 1), dtype, err_msg=plans[0])
+
+
 def _ordered_16bit(values: np.ndarray, dtype: oneflite.dtype) -> np.ndarray:
     """float64 values rounded to a 16-bit dtype, as integers that count ulps: neighbours in the
     dtype differ by 1 (and +0 and -0 are both 0)."""

@@ -38,6 +38,8 @@
 //               in shared memory: 256x2, 512x2, 512x4, 512x8, 1024x2, 1024x4 or 1024x8 (at most
 //               32 values a thread)
 //   held=0      block_online without its uncached packs held in registers (all read twice)
+//   stagger=off  no stagger of the first wave (StaggerFirstWave), on any of the plans above
+//   stagger=U   the first wave's groups a step of U microseconds apart, on any block path
 //   warp=WxN[xB]  a warp rung the ladder does not have: W lanes a row, N packs of B bytes
 //               (default 16) a lane; one of ForEachLabWarpShape's below
 //   tile=WxN[xT]  warp_tile with W lanes a row, N words a lane and T tiles a warp (default 1);
@@ -446,6 +448,16 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
     plan.persistent = true;
     plan.grid = static_cast<int>(
         std::min<int64_t>(rows, static_cast<int64_t>(info.sm_count) * plan.active_per_sm));
+  }
+  // The first wave's stagger: the planner's rule for the plan above, or the variant's.
+  StaggerFirstWave<T>(info, cols, plan);
+  const bool block_path = plan.path != Path::kWarp && plan.path != Path::kWarpTile;
+  if (variant == "stagger=off") {
+    plan.stagger = Stagger{};
+  } else if (variant.rfind("stagger=", 0) == 0 && block_path) {
+    plan.stagger.blocks = static_cast<int>(std::min<int64_t>(
+        plan.grid, static_cast<int64_t>(info.sm_count) * std::max(plan.active_per_sm, 1)));
+    plan.stagger.cycles = static_cast<int>(std::stod(variant.substr(8)) * info.clock_khz / 1000);
   }
   return plan;
 }

@@ -22,6 +22,7 @@ CudaStream::CudaStream(int index) {
   info_.max_shared_memory_per_block_optin = Attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, index);
   info_.max_shared_memory_per_sm = Attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor, index);
   info_.l2_cache_bytes = Attribute(cudaDevAttrL2CacheSize, index);
+  info_.clock_khz = Attribute(cudaDevAttrClockRate, index);
   info_.major = Attribute(cudaDevAttrComputeCapabilityMajor, index);
   info_.minor = Attribute(cudaDevAttrComputeCapabilityMinor, index);
   ONEFLITE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));

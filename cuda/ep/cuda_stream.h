@@ -34,6 +34,7 @@ struct CudaDeviceInfo {
   int max_shared_memory_per_block_optin = 0;  // the opt-in limit (about 227 KiB on Hopper)
   int max_shared_memory_per_sm = 0;
   int l2_cache_bytes = 0;
+  int clock_khz = 0;  // the SM clock's peak rate
   int major = 0;
   int minor = 0;
 };

@@ -781,11 +781,33 @@ __device__ __forceinline__ int PacksOwned(Index window, int tid) {
 // kOnlineNormalizer = false finds the max and the sum in two passes instead of one, and Cache =
 // float (with kAsyncCopy = false: cp.async moves bytes as they are) caches a 16-bit row widened
 // to float, twice the shared memory, and never converts it again.
+// The first wave of a block path's launch, started in kStaggerGroups groups a step apart: the
+// launch's first `blocks` blocks wait (blockIdx % kStaggerGroups) * `cycles` clocks before they
+// start. A first wave of long rows otherwise starts in step: every SM requests its row at once,
+// computes while DRAM idles, and stores at once, and the waves behind it stay near that
+// lockstep for much of the launch. With one or two long rows an SM, that costs float 65536
+// columns 3-4% of the copy's bandwidth at 2048 rows and 5-10% at 264-1024 (NOTES.md, item 47).
+// The step is the time a row's bytes take at 128 KiB a microsecond (2 us for a float row of
+// 65536), which is about the time the wave's reads take in step.
+struct Stagger {
+  int blocks = 0;
+  int cycles = 0;
+};
+constexpr int kStaggerGroups = 4;
+
+__device__ __forceinline__ void StaggerStart(const Stagger& stagger) {
+  if (static_cast<int>(blockIdx.x) < stagger.blocks) {
+    const long long wait = static_cast<long long>(blockIdx.x % kStaggerGroups) * stagger.cycles;
+    const long long start = clock64();
+    while (clock64() - start < wait) {}
+  }
+}
+
 template <typename T, Algorithm kAlgorithm, int kBlock, bool kAsyncCopy = true,
           bool kOnlineNormalizer = true, typename Cache = T, int kHeld = 0>
 __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
     BlockSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int64_t cols,
-                       int cached_packs, bool y_vector_ok) {
+                       int cached_packs, bool y_vector_ok, Stagger stagger) {
   using C = ComputeType<T>;
   constexpr int P = PackSize<T>::value;
   constexpr int U = kBlockUnroll<T>;
@@ -842,6 +864,7 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
   };
   const int cached = PacksOwned<kBlock>(cached_packs, tid);
   const T* x_end = x + rows * cols;
+  StaggerStart(stagger);
 
   // Starts copying this thread's cached packs of `row`. A pack that straddles a
   // row boundary is copied whole (the neighbour's elements are masked later). Only the tensor's
@@ -1057,7 +1080,7 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
 template <typename T, Algorithm kAlgorithm, int kBlock, int kPacks, bool kCachedTail = false>
 __global__ void __launch_bounds__(kBlock)
     BlockRegisterSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows,
-                               int cols, bool y_vector_ok, int tail_slots) {
+                               int cols, bool y_vector_ok, int tail_slots, Stagger stagger) {
   using C = ComputeType<T>;
   constexpr int P = PackSize<T>::value;
   __shared__ C posts[2][kBlock / kWarpSize];  // BlockAllReduce's, for the max and the sum
@@ -1065,6 +1088,7 @@ __global__ void __launch_bounds__(kBlock)
   const int tid = threadIdx.x;
   // This thread's tail slot 0; slot s is s * kBlock packs on.
   Pack<T>* const tail_slot = reinterpret_cast<Pack<T>*>(tail_cache) + tid;
+  StaggerStart(stagger);
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T* x_row = x + row * cols;
     T* y_row = y + row * cols;
@@ -1376,6 +1400,7 @@ struct Plan {
   int active_per_sm = 0;
   bool persistent = false;
   int grid = 0;
+  Stagger stagger;  // block paths (see StaggerStart)
   LaunchFn launch = nullptr;
 };
 
@@ -1415,7 +1440,7 @@ void LaunchBlock(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t co
   BlockSoftmaxKernel<T, kAlgorithm, kBlock, kAsyncCopy, kOnlineNormalizer, Cache, kHeld>
       <<<plan.grid, kBlock, plan.smem, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
                                                  rows, cols, plan.cached_packs,
-                                                 SameAlignment(x, y));
+                                                 SameAlignment(x, y), plan.stagger);
   ONEFLITE_CUDA_CHECK_LAUNCH();
 }
 
@@ -1425,7 +1450,7 @@ void LaunchBlockRegisters(const Plan& plan, cudaStream_t stream, int64_t rows, i
   BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, kCachedTail>
       <<<plan.grid, kBlock, plan.smem, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
                                                  rows, static_cast<int>(cols), SameAlignment(x, y),
-                                                 plan.cached_packs / kBlock);
+                                                 plan.cached_packs / kBlock, plan.stagger);
   ONEFLITE_CUDA_CHECK_LAUNCH();
 }
 
@@ -1517,6 +1542,34 @@ inline void SetGrid(Plan& plan, int64_t tiles, const CudaDeviceInfo& info, int a
   const int64_t resident = static_cast<int64_t>(info.sm_count) * std::max(active_per_sm, 1);
   const int64_t grid = persistent ? std::min(tiles, resident) : tiles;
   plan.grid = static_cast<int>(std::min<int64_t>(grid, 0x7fffffff));
+}
+
+// Sets the plan's stagger (StaggerStart) for a block path with rows of at least
+// kStaggerMinRowBytes: the first wave's blocks, those resident at the launch, start in
+// kStaggerGroups groups a step apart, the step the time a row's bytes (up to
+// kStaggerMaxStepBytes) take at 128 KiB a microsecond at the SM's peak clock. Measured on an
+// H200 (tools/softmax_lab.cu, stagger=off against the rule; fractions of copy, softmax): float
+// 65536 columns (block_online, one block an SM) 0.905 -> 0.939-0.941 at 2048 rows, log_softmax
+// 0.920 -> 0.951, 0.833 -> 0.888 at 1024 rows, 0.765 -> 0.838 at 528, level at 132 (one wave);
+// float 32768 0.965 -> 0.972, 12345 0.967 -> 0.974, 131072 0.695 -> 0.713; half 65536 0.919 ->
+// 0.931, bfloat16 0.907 -> 0.925, half 32768 0.926 -> 0.933. Groups of 4 measured ahead of 2, 8
+// or 16 with the same spread. Rows of 32 KiB (half 16384, several blocks an SM, out of step by
+// themselves) lost 0.4-1% with steps of 1-2 us.
+constexpr int64_t kStaggerMinRowBytes = 48 * 1024;
+constexpr int64_t kStaggerMaxStepBytes = 512 * 1024;
+constexpr int64_t kStaggerBytesPerMs = int64_t{128} * 1024 * 1000;
+
+template <typename T>
+void StaggerFirstWave(const CudaDeviceInfo& info, int64_t cols, Plan& plan) {
+  plan.stagger = Stagger{};
+  const bool block_path = plan.path == Path::kBlockSmem || plan.path == Path::kBlockOnline ||
+                          plan.path == Path::kBlockRegisters;
+  const int64_t row_bytes = cols * static_cast<int64_t>(sizeof(T));
+  if (!block_path || row_bytes < kStaggerMinRowBytes) { return; }
+  const int64_t step_bytes = std::min(row_bytes, kStaggerMaxStepBytes);
+  const int64_t resident = static_cast<int64_t>(info.sm_count) * std::max(plan.active_per_sm, 1);
+  plan.stagger.blocks = static_cast<int>(std::min<int64_t>(plan.grid, resident));
+  plan.stagger.cycles = static_cast<int>(step_bytes * info.clock_khz / kStaggerBytesPerMs);
 }
 
 // Fills `plan` for the warp rung Shape; `ragged`: rows may have edge columns.
@@ -1853,13 +1906,27 @@ bool PlanCachedTail(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool
   }
 }
 
-// The one decision function. `x_aligned`: x starts on a 16-byte boundary, and so does y (Describe,
-// which has no pointers, assumes they do). `allow_registers` = false plans a shared-memory block
-// path for any row, never the paths that hold a row in registers or stage it per warp (for
-// tools/softmax_lab.cu, which compares the paths).
+template <typename T, Algorithm kAlgorithm>
+Plan PlanPath(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_aligned,
+              bool allow_registers);
+
+// The one decision function: the path, its shape and its grid (PlanPath), then the stagger of
+// the launch's first wave (StaggerFirstWave). `x_aligned`: x starts on a 16-byte boundary, and
+// so does y (Describe, which has no pointers, assumes they do). `allow_registers` = false plans a
+// shared-memory block path for any row, never the paths that hold a row in registers or stage it
+// per warp (for tools/softmax_lab.cu, which compares the paths).
 template <typename T, Algorithm kAlgorithm>
 Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_aligned,
                  bool allow_registers = true) {
+  Plan plan = PlanPath<T, kAlgorithm>(info, rows, cols, x_aligned, allow_registers);
+  StaggerFirstWave<T>(info, cols, plan);
+  return plan;
+}
+
+// The path for rows of `cols` elements, from the fastest that takes them.
+template <typename T, Algorithm kAlgorithm>
+Plan PlanPath(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_aligned,
+              bool allow_registers) {
   constexpr int P = PackSize<T>::value;
   const int64_t window = MaxWindowPacks<T>(cols, x_aligned);
   Plan plan;

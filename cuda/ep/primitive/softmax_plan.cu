@@ -64,6 +64,7 @@ const CudaDeviceInfo& CurrentDeviceInfo() {
   info.max_shared_memory_per_block_optin = attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin);
   info.max_shared_memory_per_sm = attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor);
   info.l2_cache_bytes = attribute(cudaDevAttrL2CacheSize);
+  info.clock_khz = attribute(cudaDevAttrClockRate);
   info.major = attribute(cudaDevAttrComputeCapabilityMajor);
   info.minor = attribute(cudaDevAttrComputeCapabilityMinor);
   return infos.emplace(device, info).first->second;
@@ -101,6 +102,9 @@ std::string ToString(const Plan& plan) {
       break;
   }
   out << " grid=" << plan.grid << (plan.persistent ? " (persistent)" : "");
+  if (plan.stagger.blocks > 0) {
+    out << " stagger=" << kStaggerGroups << "x" << plan.stagger.cycles << "clk";
+  }
   return out.str();
 }
 
