@@ -1548,13 +1548,14 @@ inline void SetGrid(Plan& plan, int64_t tiles, const CudaDeviceInfo& info, int a
 // kStaggerMinRowBytes: the first wave's blocks, those resident at the launch, start in
 // kStaggerGroups groups a step apart, the step the time a row's bytes (up to
 // kStaggerMaxStepBytes) take at 128 KiB a microsecond at the SM's peak clock. Measured on an
-// H200 (tools/softmax_lab.cu, stagger=off against the rule; fractions of copy, softmax): float
-// 65536 columns (block_online, one block an SM) 0.905 -> 0.939-0.941 at 2048 rows, log_softmax
-// 0.920 -> 0.951, 0.833 -> 0.888 at 1024 rows, 0.765 -> 0.838 at 528, level at 132 (one wave);
-// float 32768 0.965 -> 0.972, 12345 0.967 -> 0.974, 131072 0.695 -> 0.713; half 65536 0.919 ->
-// 0.931, bfloat16 0.907 -> 0.925, half 32768 0.926 -> 0.933. Groups of 4 measured ahead of 2, 8
-// or 16 with the same spread. Rows of 32 KiB (half 16384, several blocks an SM, out of step by
-// themselves) lost 0.4-1% with steps of 1-2 us.
+// H200 (tools/softmax_lab.cu, stagger=off against this rule; fractions of copy, softmax /
+// log_softmax): float 65536 columns (block_online, one block an SM, 2048 rows) 0.922 -> 0.956 /
+// 0.932 -> 0.962, float 81920 0.896 -> 0.922, 40001 0.872 -> 0.897, 32768 0.968 -> 0.978, 12345
+// 0.972 -> 0.979; half 65536 0.93 -> 0.941, bfloat16 0.923 -> 0.941, bfloat16 32768 0.898 ->
+// 0.906; nothing slower. With the step fixed by hand (stagger=U): float 65536 on 132 rows (one
+// wave) level, on 264-1024 rows +5-10%; groups of 4 ahead of 2, 8 or 16 with the same spread.
+// Rows of 32 KiB (half 16384, several blocks an SM, out of step by themselves) lost 0.4-1% with
+// steps of 1-2 us (NOTES.md, item 47).
 constexpr int64_t kStaggerMinRowBytes = 48 * 1024;
 constexpr int64_t kStaggerMaxStepBytes = 512 * 1024;
 constexpr int64_t kStaggerBytesPerMs = int64_t{128} * 1024 * 1000;
