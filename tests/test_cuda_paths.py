@@ -138,6 +138,32 @@ def test_first_wave_stagger_leaves_results_unchanged(dtype, cols, rows):
     assert_close(to_float64(y), softmax_ref(to_float64(x), 1), dtype, err_msg=plans[0])
 
 
+def _sm_count() -> int:
+    text = oneflite._C._device_backends()["cuda"]
+    return int(re.search(r"cuda:0 .*?, (\d+) SMs", text).group(1))
+
+
+@pytest.mark.parametrize("kind", list(OPS))
+@pytest.mark.parametrize("cols", [4000, 4096])
+def test_float_rows_of_4096_take_512_threads_once_there_are_16_waves(cols, kind):
+    # float rows of 3968-4096 columns take block_registers on 512 threads of 2 packs, not 256 of
+    # 4, when there are rows for 16 waves of its blocks (4 an SM) or more (PlanBlockRegisters).
+    op, ref = OPS[kind]
+    sixteen_waves = 16 * 4 * _sm_count()
+    block = np.random.default_rng(cols).standard_normal((64, cols)) * 4
+    for rows, block_size in ((sixteen_waves, 512), (sixteen_waves // 4, 256)):
+        x = make_tensor(np.tile(block, (rows // 64 + 1, 1))[:rows], oneflite.float32, DEVICE)
+        with oneflite.trace() as t:
+            y = op(x, -1)
+        plans = _plan(t)
+        shape = f"cols_per_thread={16 * 256 // block_size} block={block_size} "
+        assert len(plans) == 1 and shape in plans[0], plans
+        for row in (0, rows // 2, rows - 1):
+            want_row = ref(to_float64(x[row : row + 1]), 1)
+            assert_close(to_float64(y[row : row + 1]), want_row, oneflite.float32,
+                         log=kind == "log_softmax", err_msg=plans[0])
+
+
 def _ordered_16bit(values: np.ndarray, dtype: oneflite.dtype) -> np.ndarray:
     """float64 values rounded to a 16-bit dtype, as integers that count ulps: neighbours in the
     dtype differ by 1 (and +0 and -0 are both 0)."""

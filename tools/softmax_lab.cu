@@ -220,6 +220,12 @@ void ForEachLabWarpShape(Fn&& fn) {
   fn(WarpShape<16, 2, 8>{});
   fn(WarpShape<8, 4, 8>{});
   fn(WarpShape<4, 7, 8>{});
+  fn(WarpShape<16, 2>{});
+  fn(WarpShape<16, 4>{});
+  fn(WarpShape<32, 2, 8>{});
+  fn(WarpShape<32, 4, 8>{});
+  fn(WarpShape<32, 4, 4>{});
+  fn(WarpShape<32, 8, 4>{});
 }
 
 // warp_tile rungs for the tile=WxN variant: W lanes a row, N words a lane.

@@ -404,7 +404,8 @@ __device__ __forceinline__ C GroupAllReduce(C v, Op op) {
 
 // One rung of the warp ladder: kWidth lanes share a row, each holding kPacks packs of kBytes
 // of it, kRows rows at once (0: as kWarpRows says). The ladder's packs are 16 bytes and its
-// rows kWarpRows'; only tools/softmax_lab.cu builds others, to measure what those choices buy.
+// rows kWarpRows' (but for one rung, ForEachWarpShape); only tools/softmax_lab.cu builds others,
+// to measure what those choices buy.
 template <int kWidth, int kPacks, int kBytes = kPackBytes, int kRows = 0>
 struct WarpShape {
   static constexpr int width = kWidth;
@@ -1469,7 +1470,10 @@ void ForEachWarpShape(Fn&& fn) {
   fn(WarpShape<8, 2>{});
   fn(WarpShape<16, 1>{});
   fn(WarpShape<32, 1>{});
-  fn(WarpShape<32, 2>{});
+  // One row at a time, where kWarpRows would give two: float 256 columns 0.964-0.971 ->
+  // 0.979-0.986 of copy (softmax and log_softmax), half 512 0.962-0.969 -> 0.980-0.986; float
+  // 240 level (tools/softmax_lab.cu, rows=1, H200).
+  fn(WarpShape<32, 2, kPackBytes, 1>{});
   fn(WarpShape<32, 3>{});
   fn(WarpShape<32, 4>{});
   fn(WarpShape<32, 6>{});
@@ -1768,6 +1772,24 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
     // fill 7/8 (half 6144 cols, 3/4 of 512 x 2: 0.89-0.91x, against 0.97x on block_smem).
     const int64_t eighths = block == 1024 || kIs16Bit<T> ? 7 : 6;
     if (block == 0 || 8 * window < eighths * int64_t{block} * packs) { return false; }
+    // float rows of 992-1024 packs (3968-4096 columns), 16 or more waves of them: 512 x 2,
+    // which measured ahead of 256 x 4 once the launch's steady state dominates (4096 columns:
+    // 0.976-0.980 -> 0.994-0.996 at 32768 rows, 0.971 -> 0.987 at 16896, 0.978 -> 0.990 at
+    // 65536, level at 8448, behind below: 0.99 -> 0.90 at 1056; 4000 columns 0.983 -> 0.998;
+    // softmax and log_softmax alike) and behind it on rows that fill less (3600 columns 0.983
+    // -> 0.968; 3900 0.980 -> 0.987). No other float shape gained from fewer values a thread
+    // on more threads (2048 columns on 256 x 2, 8192 on 1024 x 2, 16384 on 1024 x 4).
+    if constexpr (std::is_same_v<T, float>) {
+      if (block == 256 && packs == 4 && 32 * window >= 31 * 1024) {
+        const auto* kernel =
+            reinterpret_cast<const void*>(&BlockRegisterSoftmaxKernel<T, kAlgorithm, 512, 2>);
+        const int64_t wave = int64_t{info.sm_count} * MaxActiveBlocksPerSm(kernel, info, 512, 0);
+        if (rows >= 16 * wave) {
+          block = 512;
+          packs = 2;
+        }
+      }
+    }
   }
   bool chosen = false;
   auto consider = [&](auto block_tag, auto packs_tag) {
@@ -1797,6 +1819,12 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
   consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 4>{});
   consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 8>{});
   consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 8>{});
+#ifdef ONEFLITE_SOFTMAX_LAB
+  consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 1>{});
+  consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 1>{});
+  consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 2>{});
+  consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 4>{});
+#endif
   return chosen;
 }
 
