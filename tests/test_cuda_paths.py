@@ -47,7 +47,7 @@ OPS = {"softmax": (F.softmax, softmax_ref), "log_softmax": (F.log_softmax, log_s
 # at 9000, 256 at 20000) and the online path (float 65536 and past 90112 columns, 16-bit past
 # 65536, double ~29k).
 COLS = [1, 2, 3, 5, 6, 9, 10, 12, 13, 14, 17, 18, 20, 25, 26, 31, 33, 34, 36, 50, 52, 64, 65, 68,
-        72, 100, 104, 129, 136, 144, 200, 208, 254, 257, 272, 400, 506, 513, 1000, 1025, 1534,
+        72, 96, 100, 104, 129, 136, 144, 200, 208, 254, 257, 272, 400, 506, 513, 1000, 1025, 1534,
         2500, 3072, 4000, 4097, 7500, 8192, 9000, 12345, 16384, 20000, 32768, 40001, 65536,
         81920, 100003, 262144]  # fmt: skip
 TILE_WIDTHS = (1, 2, 4, 8)
@@ -366,14 +366,19 @@ def test_every_kernel_path_was_reached():
         for path in expected:
             if path not in paths:
                 missing.append(f"{dtype.name}: {path}")
-        # float takes 8 lanes x 2 packs (8 values a lane) where the others take 16 x 1.
-        for width in (1, 2, 4, 8, 32) if dtype == oneflite.float32 else (1, 2, 4, 8, 16, 32):
+        # float takes 8 lanes x 2 packs (8 values a lane) where the others take 16 x 1, and all
+        # but double take 16 x 2 where double takes 32 x 1.
+        for width in (1, 2, 4, 8, 16, 32):
             if width not in widths:
                 missing.append(f"{dtype.name}: warp thread_group_width={width}")
         if dtype == oneflite.float32 and not any(
             "cols_per_thread=8 thread_group_width=8" in p for p in plans
         ):
             missing.append("float32: warp 8 x 2 (cols_per_thread=8 thread_group_width=8)")
+        pair = {oneflite.float32: 8, oneflite.float16: 16, oneflite.bfloat16: 16}.get(dtype)
+        if pair and not any(f"cols_per_thread={pair} thread_group_width=16 " in p for p in plans):
+            missing.append(f"{dtype.name}: warp 16 x 2 (cols_per_thread={pair} "
+                           "thread_group_width=16)")
         # A double warp row holds at most 256 columns, 8 values a lane: always two rows a step.
         for rows in (2,) if dtype == oneflite.float64 else (1, 2):
             if rows not in rows_per_access:

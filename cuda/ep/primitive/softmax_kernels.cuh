@@ -1456,7 +1456,8 @@ void LaunchBlockRegisters(const Plan& plan, cudaStream_t stream, int64_t rows, i
 }
 
 // The warp ladder, shortest rows first. Rungs below 32 lanes hold one pack per lane, except
-// float's 8 x 2, which takes rows of 9-16 packs (33-64 columns) in place of 16 x 1 (kWarpShapeFor);
+// float's 8 x 2, which takes rows of 9-16 packs (33-64 columns) in place of 16 x 1, and 16 x 2,
+// which takes rows of 17-32 packs in place of 32 x 1 for every dtype but double (kWarpShapeFor);
 // with 32 lanes the packs per lane grow in steps that keep the padding small. A dtype uses the
 // rungs that keep its row within 64 registers a lane (float and half: 2048 cols), 96 for bfloat16
 // (3072 cols; 138 registers in all, no spills), or 16 for double (256 cols), whose exp needs
@@ -1469,6 +1470,7 @@ void ForEachWarpShape(Fn&& fn) {
   fn(WarpShape<8, 1>{});
   fn(WarpShape<8, 2>{});
   fn(WarpShape<16, 1>{});
+  fn(WarpShape<16, 2>{});
   fn(WarpShape<32, 1>{});
   // One row at a time, where kWarpRows would give two: float 256 columns 0.964-0.971 ->
   // 0.979-0.986 of copy (softmax and log_softmax), half 512 0.962-0.969 -> 0.980-0.986; float
@@ -1496,16 +1498,25 @@ template <typename T, typename Shape>
 constexpr bool kWarpShapeFits =
     Shape::packs * PackSize<T>::value * sizeof(ComputeType<T>) <= kWarpLaneBytes<T>;
 
-// The rung each dtype skips: float takes 8 x 2 and not 16 x 1 (the same 16 packs), the others
-// the reverse. Measured on an H200 (tools/softmax_lab.cu, warp=8x2 against 16 x 1): float 64
-// columns 0.95 -> 0.97-0.98x copy, 40 columns 0.90 -> 0.92-0.93 (log_softmax 0.84 -> 0.92-0.93),
-// 48 level to +2%: a quarter of the warp a row, so fewer shuffles and twice the values a lane per
-// row's overhead. Half measured level there (100 columns, 0.87 against 0.86), so the 16-bit types
-// keep 16 x 1.
+// The rungs each dtype skips, of two that hold the same packs. 16 packs: float takes 8 x 2 and
+// not 16 x 1, the others the reverse. Measured on an H200 (tools/softmax_lab.cu, warp=8x2
+// against 16 x 1): float 64 columns 0.95 -> 0.97-0.98x copy, 40 columns 0.90 -> 0.92-0.93
+// (log_softmax 0.84 -> 0.92-0.93), 48 level to +2%: a quarter of the warp a row, so fewer
+// shuffles and twice the values a lane per row's overhead. Half measured level there (100
+// columns, 0.87 against 0.86), so the 16-bit types keep 16 x 1. 32 packs: float and the 16-bit
+// types take 16 x 2 and not 32 x 1, for the same reasons (warp=16x2 against 32 x 1, softmax /
+// log_softmax): float 80 columns 0.86 -> 0.94 / 0.78-0.82 -> 0.945, 96 0.95 -> 0.987 /
+// 0.88-0.92 -> 0.98, 112 0.97 -> 0.98, 128 0.993 -> 1.000 / 0.987 -> 1.001; half 160 0.79 ->
+// 0.935 / 0.785 -> 0.91, 192 0.90 -> 0.98 / 0.895 -> 0.97, 256 0.98 -> 0.99; bfloat16 160
+// 0.77 -> 0.905 / 0.76 -> 0.89, 224 0.92 -> 0.98 / 0.915 -> 0.97, 256 0.98 -> 0.995; ragged
+// rows (float 127, half 250) +0.5-2%. double, not measured, keeps 32 x 1.
 template <typename T, typename Shape>
-constexpr bool kWarpShapeSkipped = std::is_same_v<T, float>
-                                       ? Shape::width == 16 && Shape::packs == 1
-                                       : Shape::width == 8 && Shape::packs == 2;
+constexpr bool kWarpShapeSkipped =
+    std::is_same_v<T, float>
+        ? (Shape::width == 16 && Shape::packs == 1) || (Shape::width == 32 && Shape::packs == 1)
+    : std::is_same_v<T, double>
+        ? (Shape::width == 8 && Shape::packs == 2) || (Shape::width == 16 && Shape::packs == 2)
+        : (Shape::width == 8 && Shape::packs == 2) || (Shape::width == 32 && Shape::packs == 1);
 
 // Whether dtype T climbs rung Shape.
 template <typename T, typename Shape>
