@@ -4,7 +4,8 @@
 cuda/ep/primitive/softmax_kernels.cuh) and, per dtype, the longest row each rung takes and how
 many rows a thread group handles at once. It fails the build when it no longer finds the
 ladder, the register rule (``kWarpShapeFits`` and ``kWarpLaneBytes``), the rungs dtypes skip
-(``kWarpShapeSkipped``) or the rows rule (``kWarpRows``) it reads.
+(``kWarpShapeSkipped``) or the rows rule (``kWarpRows``) it reads. A rung listed twice (two
+rows per group for shorter rows, one for fuller) gets a line each.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from sphinx.util.docutils import SphinxDirective
 KERNELS = Path(__file__).resolve().parents[2] / "cuda" / "ep" / "primitive" / "softmax_kernels.cuh"
 PACK_BYTES = re.compile(r"constexpr int kPackBytes = (\d+);")
 LADDER = re.compile(r"void ForEachWarpShape\(Fn&& fn\) \{(?P<body>.*?)\n\}", re.S)
-# A rung: WarpShape<lanes, packs> of 16-byte packs (rows per group from kWarpRows).
-RUNG = re.compile(r"fn\(WarpShape<(\d+),\s*(\d+)>\{\}\);")
+# A rung: WarpShape<lanes, packs> of 16-byte packs (rows per group from kWarpRows), or
+# WarpShape<lanes, packs, kPackBytes, rows, most packs> (rows 0: from kWarpRows).
+RUNG = re.compile(r"fn\(WarpShape<(\d+),\s*(\d+)(?:,\s*kPackBytes(?:,\s*(\d+)(?:,\s*(\d+))?)?)?>"
+                  r"\{\}\);")
 # Rows per group: `kPacks * PackSize<T, kBytes>::value <= N ? A : B` (a lane's share of the row).
 ROWS = re.compile(r"kWarpRows\s*=\s*kPacks\s*\*\s*PackSize<T(?:,\s*kBytes)?>::value\s*<=\s*(\d+)"
                   r"\s*\?\s*(\d+)\s*:\s*(\d+);")
@@ -28,11 +31,11 @@ ROWS = re.compile(r"kWarpRows\s*=\s*kPacks\s*\*\s*PackSize<T(?:,\s*kBytes)?>::va
 # `kWarpLaneBytes<T>`, which is `std::is_same_v<T, X> ? N : ... : DEFAULT`.
 FITS = re.compile(r"kWarpShapeFits\s*=\s*Shape::packs\s*\*\s*PackSize<T>::value\s*\*\s*"
                   r"sizeof\(ComputeType<T>\)\s*<=\s*kWarpLaneBytes<T>;")
-# The rung each dtype skips: `std::is_same_v<T, X> ? Shape::width == A && Shape::packs == B
-# : Shape::width == C && Shape::packs == D;` (X skips A x B, every other type C x D).
-SKIPPED = re.compile(r"kWarpShapeSkipped\s*=\s*std::is_same_v<T,\s*([\w:]+)>\s*\?\s*"
-                     r"Shape::width\s*==\s*(\d+)\s*&&\s*Shape::packs\s*==\s*(\d+)\s*:\s*"
-                     r"Shape::width\s*==\s*(\d+)\s*&&\s*Shape::packs\s*==\s*(\d+);")
+# The rungs each dtype skips: `std::is_same_v<T, X> ? kIsRung<Shape, A, B> || ... : ... :
+# kIsRung<Shape, C, D> || ...;` (X skips A x B, ..., a type no case names C x D, ...).
+SKIPPED = re.compile(r"kWarpShapeSkipped\s*=(?P<rule>[^;]+);")
+SKIP_CASE = re.compile(r"std::is_same_v<T,\s*([\w:]+)>\s*\?\s*(?P<rungs>[^?:]+)")
+IS_RUNG = re.compile(r"kIsRung<Shape,\s*(\d+),\s*(\d+)>")
 LANE_BYTES = re.compile(r"kWarpLaneBytes\s*=\s*(?P<rule>[^;]+);")
 CASE = re.compile(r"std::is_same_v<T,\s*([\w:]+)>\s*\?\s*(\d+)\s*:")
 DEFAULT = re.compile(r":\s*(\d+)\s*$")
@@ -54,20 +57,28 @@ def read_budgets(text: str) -> dict[str, int] | None:
     return {name: int(cases.get(cxx, default.group(1))) for name, _, _, cxx in DTYPES}
 
 
-def read_skipped(text: str) -> dict[str, tuple[int, int]] | None:
-    """{dtype name: the (lanes, packs) rung it skips}, or None where the rule is not found."""
+def read_skipped(text: str) -> dict[str, set[tuple[int, int]]] | None:
+    """{dtype name: the (lanes, packs) rungs it skips}, or None where the rule is not found."""
     m = SKIPPED.search(text)
     if m is None:
         return None
-    named, a, b, c, d = m.group(1), *(int(v) for v in m.groups()[1:])
-    return {name: (a, b) if cxx == named else (c, d) for name, _, _, cxx in DTYPES}
+    rule = " ".join(m.group("rule").split())
+
+    def rungs(part: str) -> set[tuple[int, int]]:
+        return {(int(a), int(b)) for a, b in IS_RUNG.findall(part)}
+
+    cases = {cxx: rungs(m.group("rungs")) for m in SKIP_CASE.finditer(rule) for cxx in [m.group(1)]}
+    default = rungs(rule.rsplit(":", 1)[-1])
+    if not cases or not default:
+        return None
+    return {name: cases.get(cxx, default) for name, _, _, cxx in DTYPES}
 
 
 def read_ladder(
     text: str,
-) -> tuple[int, list[tuple[int, int, Any]], dict[str, int], dict[str, tuple[int, int]]]:
-    """(pack bytes, [(lanes, packs, rows per group)], {dtype name: register budget in bytes},
-    {dtype name: the rung it skips}).
+) -> tuple[int, list[tuple[int, int, Any, int]], dict[str, int], dict[str, set[tuple[int, int]]]]:
+    """(pack bytes, [(lanes, packs, rows per group, most whole packs)], {dtype name: register
+    budget in bytes}, {dtype name: the rungs it skips}).
 
     rows per group is a number, or a function of the values a lane holds.
     """
@@ -79,15 +90,16 @@ def read_ladder(
                                   ("kWarpShapeSkipped", skipped)) if not m]
         raise ValueError(f"{KERNELS.name}: can't read {', '.join(missing)}")
     rows_rule = ROWS.search(text)
-    rungs: list[tuple[int, int, Any]] = []
+    if rows_rule is None:
+        raise ValueError(f"{KERNELS.name}: can't read kWarpRows")
+    limit, few, many = (int(v) for v in rows_rule.groups())
+    rungs: list[tuple[int, int, Any, int]] = []
     for m in RUNG.finditer(ladder.group("body")):
         lanes, packs = int(m.group(1)), int(m.group(2))
-        if rows_rule is not None:
-            limit, few, many = (int(v) for v in rows_rule.groups())
-            rungs.append((lanes, packs, lambda values, most=limit, a=few, b=many:
-                          a if values <= most else b))
-        else:
-            raise ValueError(f"{KERNELS.name}: can't read kWarpRows")
+        rows = int(m.group(3) or 0)
+        most = int(m.group(4) or 0) or lanes * packs
+        rungs.append((lanes, packs, rows or (lambda values, most=limit, a=few, b=many:
+                                             a if values <= most else b), most))
     if not rungs:
         raise ValueError(f"{KERNELS.name}: ForEachWarpShape lists no WarpShape")
     return int(pack.group(1)), rungs, budgets, skipped
@@ -114,17 +126,17 @@ class WarpLadder(SphinxDirective):
         header = ["lanes per row", "packs per lane",
                   *(f"{name}: longest row (rows per group)" for name, *_ in DTYPES)]
         body = []
-        for lanes, packs, rows in rungs:
+        for lanes, packs, rows, most in rungs:
             cells = [str(lanes), str(packs)]
             for name, size, compute, _ in DTYPES:
                 per_pack = pack_bytes // size
                 too_big = packs * per_pack * compute > budgets[name]
-                if too_big or skipped[name] == (lanes, packs):
+                if too_big or (lanes, packs) in skipped[name]:
                     cells.append("\u2013")
                     continue
                 group_rows = rows(packs * per_pack) if callable(rows) else rows
                 # Whole packs, and up to a pack less one element of edge columns.
-                cells.append(f"{(lanes * packs + 1) * per_pack - 1} ({group_rows})")
+                cells.append(f"{(most + 1) * per_pack - 1} ({group_rows})")
             body.append(cells)
         table = nodes.table(classes=["warp-ladder"])
         group = nodes.tgroup(cols=len(header))

@@ -403,15 +403,17 @@ __device__ __forceinline__ C GroupAllReduce(C v, Op op) {
 }
 
 // One rung of the warp ladder: kWidth lanes share a row, each holding kPacks packs of kBytes
-// of it, kRows rows at once (0: as kWarpRows says). The ladder's packs are 16 bytes and its
-// rows kWarpRows' (but for one rung, ForEachWarpShape); only tools/softmax_lab.cu builds others,
-// to measure what those choices buy.
-template <int kWidth, int kPacks, int kBytes = kPackBytes, int kRows = 0>
+// of it, kRows rows at once (0: as kWarpRows says), for rows of up to kMaxPacks whole packs (0:
+// all kWidth * kPacks). The ladder's packs are 16 bytes and its rows kWarpRows' (but for one
+// rung, ForEachWarpShape); only tools/softmax_lab.cu builds others, to measure what those
+// choices buy.
+template <int kWidth, int kPacks, int kBytes = kPackBytes, int kRows = 0, int kMaxPacks = 0>
 struct WarpShape {
   static constexpr int width = kWidth;
   static constexpr int packs = kPacks;
   static constexpr int bytes = kBytes;
   static constexpr int rows = kRows;
+  static constexpr int max_packs = kMaxPacks > 0 ? kMaxPacks : kWidth * kPacks;
 };
 
 // Rows a group handles at once: two while a lane's share of a row is at most 16 values, so that
@@ -1472,9 +1474,13 @@ void ForEachWarpShape(Fn&& fn) {
   fn(WarpShape<16, 1>{});
   fn(WarpShape<16, 2>{});
   fn(WarpShape<32, 1>{});
-  // One row at a time, where kWarpRows would give two: float 256 columns 0.964-0.971 ->
-  // 0.979-0.986 of copy (softmax and log_softmax), half 512 0.962-0.969 -> 0.980-0.986; float
-  // 240 level (tools/softmax_lab.cu, rows=1, H200).
+  // 32 x 2 twice: two rows a group (kWarpRows) for rows of up to 55 packs, one row for rows
+  // that fill 7/8 of the rung or more. One row measured (tools/softmax_lab.cu, rows=1, H200;
+  // softmax / log_softmax, fractions of copy): float 256 columns 0.965 -> 0.986 / 0.970 ->
+  // 0.983, half 512 0.968 -> 0.988 / 0.965 -> 0.985, half 448 +0.5%, float 192-240 level; and
+  // behind on rows that fill less: float 160 0.986 -> 0.967 / 0.983 -> 0.930, 176 0.984 ->
+  // 0.979 / 0.983 -> 0.947, half 384 0.969 -> 0.961.
+  fn(WarpShape<32, 2, kPackBytes, 0, 55>{});
   fn(WarpShape<32, 2, kPackBytes, 1>{});
   fn(WarpShape<32, 3>{});
   fn(WarpShape<32, 4>{});
@@ -1510,13 +1516,14 @@ constexpr bool kWarpShapeFits =
 // 0.935 / 0.785 -> 0.91, 192 0.90 -> 0.98 / 0.895 -> 0.97, 256 0.98 -> 0.99; bfloat16 160
 // 0.77 -> 0.905 / 0.76 -> 0.89, 224 0.92 -> 0.98 / 0.915 -> 0.97, 256 0.98 -> 0.995; ragged
 // rows (float 127, half 250) +0.5-2%. double, not measured, keeps 32 x 1.
+template <typename Shape, int kWidth, int kPacks>
+constexpr bool kIsRung = Shape::width == kWidth && Shape::packs == kPacks;
+
 template <typename T, typename Shape>
 constexpr bool kWarpShapeSkipped =
-    std::is_same_v<T, float>
-        ? (Shape::width == 16 && Shape::packs == 1) || (Shape::width == 32 && Shape::packs == 1)
-    : std::is_same_v<T, double>
-        ? (Shape::width == 8 && Shape::packs == 2) || (Shape::width == 16 && Shape::packs == 2)
-        : (Shape::width == 8 && Shape::packs == 2) || (Shape::width == 32 && Shape::packs == 1);
+    std::is_same_v<T, float>    ? kIsRung<Shape, 16, 1> || kIsRung<Shape, 32, 1>
+    : std::is_same_v<T, double> ? kIsRung<Shape, 8, 2> || kIsRung<Shape, 16, 2>
+                                : kIsRung<Shape, 8, 2> || kIsRung<Shape, 32, 1>;
 
 // Whether dtype T climbs rung Shape.
 template <typename T, typename Shape>
@@ -1946,15 +1953,15 @@ bool PlanCachedTail(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool
   }
 }
 
-template <typename T, Algorithm kAlgorithm>
-Plan PlanPath(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_aligned,
-              bool allow_registers);
-
 // The one decision function: the path, its shape and its grid (PlanPath), then the stagger of
 // the launch's first wave (StaggerFirstWave). `x_aligned`: x starts on a 16-byte boundary, and
 // so does y (Describe, which has no pointers, assumes they do). `allow_registers` = false plans a
 // shared-memory block path for any row, never the paths that hold a row in registers or stage it
 // per warp (for tools/softmax_lab.cu, which compares the paths).
+template <typename T, Algorithm kAlgorithm>
+Plan PlanPath(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_aligned,
+              bool allow_registers);
+
 template <typename T, Algorithm kAlgorithm>
 Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_aligned,
                  bool allow_registers = true) {
@@ -1995,7 +2002,7 @@ Plan PlanPath(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_ali
     ForEachWarpShape([&](auto shape) {
       using Shape = decltype(shape);
       if constexpr (kWarpShapeFor<T, Shape>) {
-        if (chosen || Shape::width * Shape::packs < whole_packs) { return; }
+        if (chosen || Shape::max_packs < whole_packs) { return; }
         chosen = true;
         PlanWarp<T, kAlgorithm, Shape>(info, rows, cols % P != 0 || !x_aligned, plan);
       }
