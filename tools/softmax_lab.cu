@@ -265,7 +265,7 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
                   ? PlanSoftmax<T, Algorithm::kSoftmax>(info, rows, cols, true, allow_registers)
                   : PlanSoftmax<T, Algorithm::kLogSoftmax>(info, rows, cols, true,
                                                            allow_registers);
-  const int64_t resident = static_cast<int64_t>(info.sm_count) * plan.active_per_sm;
+  const int64_t resident = ResidentBlocks(info, plan.active_per_sm);
   if (variant == "grid=tiles") {
     plan.persistent = false;
     plan.grid = static_cast<int>(std::min<int64_t>(plan.tiles, 0x7fffffff));
@@ -457,12 +457,10 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
   }
   // The first wave's stagger: the planner's rule for the plan above, or the variant's.
   StaggerFirstWave<T>(info, cols, plan);
-  const bool block_path = plan.path != Path::kWarp && plan.path != Path::kWarpTile;
   if (variant == "stagger=off") {
     plan.stagger = Stagger{};
-  } else if (variant.rfind("stagger=", 0) == 0 && block_path) {
-    plan.stagger.blocks = static_cast<int>(std::min<int64_t>(
-        plan.grid, static_cast<int64_t>(info.sm_count) * std::max(plan.active_per_sm, 1)));
+  } else if (variant.rfind("stagger=", 0) == 0 && IsBlockPath(plan.path)) {
+    plan.stagger.blocks = FirstWaveBlocks(info, plan);
     plan.stagger.cycles = static_cast<int>(std::stod(variant.substr(8)) * info.clock_khz / 1000);
   }
   return plan;

@@ -762,28 +762,6 @@ constexpr int kBlockUnroll = std::is_same_v<T, float> ? 4 : 2;
 template <typename T>
 constexpr int kMaxBlockSize = std::is_same_v<T, double> ? 512 : 1024;
 
-// How many of the window packs t, t + kBlock, t + 2 * kBlock, ... below `window` thread t owns.
-template <int kBlock, typename Index>
-__device__ __forceinline__ int PacksOwned(Index window, int tid) {
-  return tid < window ? static_cast<int>((window - 1 - tid) / kBlock) + 1 : 0;
-}
-
-// One block per row, striding over rows. Thread t owns window packs k = t + i * kBlock. The
-// first `cached_packs` packs of a row's window go to dynamic shared memory, pack k at index k of
-// the cache, by asynchronous copies (cp.async): a thread requests its whole share at once,
-// holding no registers while the copies fly, and only ever reads back what it copied itself, so
-// neither the copies nor the reads need a barrier, and consecutive threads touch consecutive
-// 16-byte words (free of bank conflicts). While one block waits on its copies, the SM's other
-// blocks compute. Packs past `cached_packs` (rows longer than shared memory) are read from x in
-// pass 1 and again in pass 2, right after the cached part, while they are likely still in L2.
-//
-// Counters of packs are int: a row that fits in memory has fewer than 2^31 * kBlock packs.
-// Positions in the row are int64. Three parameters exist only for tools/softmax_lab.cu, which
-// instantiates them to measure what the defaults buy, each as the reference design does it:
-// kAsyncCopy = false copies through registers (loads, then shared-memory stores),
-// kOnlineNormalizer = false finds the max and the sum in two passes instead of one, and Cache =
-// float (with kAsyncCopy = false: cp.async moves bytes as they are) caches a 16-bit row widened
-// to float, twice the shared memory, and never converts it again.
 // The first wave of a block path's launch, started in kStaggerGroups groups a step apart: the
 // launch's first `blocks` blocks wait (blockIdx % kStaggerGroups) * `cycles` clocks before they
 // start. A first wave of long rows otherwise starts in step: every SM requests its row at once,
@@ -806,6 +784,28 @@ __device__ __forceinline__ void StaggerStart(const Stagger& stagger) {
   }
 }
 
+// How many of the window packs t, t + kBlock, t + 2 * kBlock, ... below `window` thread t owns.
+template <int kBlock, typename Index>
+__device__ __forceinline__ int PacksOwned(Index window, int tid) {
+  return tid < window ? static_cast<int>((window - 1 - tid) / kBlock) + 1 : 0;
+}
+
+// One block per row, striding over rows. Thread t owns window packs k = t + i * kBlock. The
+// first `cached_packs` packs of a row's window go to dynamic shared memory, pack k at index k of
+// the cache, by asynchronous copies (cp.async): a thread requests its whole share at once,
+// holding no registers while the copies fly, and only ever reads back what it copied itself, so
+// neither the copies nor the reads need a barrier, and consecutive threads touch consecutive
+// 16-byte words (free of bank conflicts). While one block waits on its copies, the SM's other
+// blocks compute. Packs past `cached_packs` (rows longer than shared memory) are read from x in
+// pass 1 and again in pass 2, right after the cached part, while they are likely still in L2.
+//
+// Counters of packs are int: a row that fits in memory has fewer than 2^31 * kBlock packs.
+// Positions in the row are int64. Three parameters exist only for tools/softmax_lab.cu, which
+// instantiates them to measure what the defaults buy, each as the reference design does it:
+// kAsyncCopy = false copies through registers (loads, then shared-memory stores),
+// kOnlineNormalizer = false finds the max and the sum in two passes instead of one, and Cache =
+// float (with kAsyncCopy = false: cp.async moves bytes as they are) caches a 16-bit row widened
+// to float, twice the shared memory, and never converts it again.
 template <typename T, Algorithm kAlgorithm, int kBlock, bool kAsyncCopy = true,
           bool kOnlineNormalizer = true, typename Cache = T, int kHeld = 0>
 __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
@@ -1550,6 +1550,11 @@ void ForEachBlockSize(Fn&& fn) {
   if constexpr (kMaxBlockSize<T> >= 1024) { fn(std::integral_constant<int, 1024>{}); }
 }
 
+// The blocks resident on the device at once, `active_per_sm` on each SM (at least one): a wave.
+inline int64_t ResidentBlocks(const CudaDeviceInfo& info, int active_per_sm) {
+  return static_cast<int64_t>(info.sm_count) * std::max(active_per_sm, 1);
+}
+
 // Sets the plan's grid over `tiles` tiles of rows. Both kernels stride over the tiles, so any
 // grid is correct; what differs is speed. One block per tile, scheduled by the hardware as
 // blocks retire, measured faster than a persistent grid of only the resident blocks on every
@@ -1561,7 +1566,7 @@ inline void SetGrid(Plan& plan, int64_t tiles, const CudaDeviceInfo& info, int a
   plan.tiles = tiles;
   plan.active_per_sm = active_per_sm;
   plan.persistent = persistent;
-  const int64_t resident = static_cast<int64_t>(info.sm_count) * std::max(active_per_sm, 1);
+  const int64_t resident = ResidentBlocks(info, active_per_sm);
   const int64_t grid = persistent ? std::min(tiles, resident) : tiles;
   plan.grid = static_cast<int>(std::min<int64_t>(grid, 0x7fffffff));
 }
@@ -1582,16 +1587,23 @@ constexpr int64_t kStaggerMinRowBytes = 48 * 1024;
 constexpr int64_t kStaggerMaxStepBytes = 512 * 1024;
 constexpr int64_t kStaggerBytesPerMs = int64_t{128} * 1024 * 1000;
 
+// Whether the plan's kernel takes a Stagger (BlockSoftmaxKernel, BlockRegisterSoftmaxKernel).
+inline bool IsBlockPath(Path path) {
+  return path == Path::kBlockSmem || path == Path::kBlockOnline || path == Path::kBlockRegisters;
+}
+
+// The plan's first wave: the blocks resident at its launch.
+inline int FirstWaveBlocks(const CudaDeviceInfo& info, const Plan& plan) {
+  return static_cast<int>(std::min<int64_t>(plan.grid, ResidentBlocks(info, plan.active_per_sm)));
+}
+
 template <typename T>
 void StaggerFirstWave(const CudaDeviceInfo& info, int64_t cols, Plan& plan) {
   plan.stagger = Stagger{};
-  const bool block_path = plan.path == Path::kBlockSmem || plan.path == Path::kBlockOnline ||
-                          plan.path == Path::kBlockRegisters;
   const int64_t row_bytes = cols * static_cast<int64_t>(sizeof(T));
-  if (!block_path || row_bytes < kStaggerMinRowBytes) { return; }
+  if (!IsBlockPath(plan.path) || row_bytes < kStaggerMinRowBytes) { return; }
   const int64_t step_bytes = std::min(row_bytes, kStaggerMaxStepBytes);
-  const int64_t resident = static_cast<int64_t>(info.sm_count) * std::max(plan.active_per_sm, 1);
-  plan.stagger.blocks = static_cast<int>(std::min<int64_t>(plan.grid, resident));
+  plan.stagger.blocks = FirstWaveBlocks(info, plan);
   plan.stagger.cycles = static_cast<int>(step_bytes * info.clock_khz / kStaggerBytesPerMs);
 }
 
@@ -1801,8 +1813,7 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
       if (block == 256 && packs == 4 && 32 * window >= 31 * 1024) {
         const auto* kernel =
             reinterpret_cast<const void*>(&BlockRegisterSoftmaxKernel<T, kAlgorithm, 512, 2>);
-        const int64_t wave = int64_t{info.sm_count} * MaxActiveBlocksPerSm(kernel, info, 512, 0);
-        if (rows >= 16 * wave) {
+        if (rows >= 16 * ResidentBlocks(info, MaxActiveBlocksPerSm(kernel, info, 512, 0))) {
           block = 512;
           packs = 2;
         }
