@@ -31,7 +31,8 @@
 //   path=registers  block_registers by the planner's rule (PlanBlockRegisters), for any dtype
 //               but double: the first shape that holds the row, if the row fills 3/4 of it
 //   registers=BxN   block_registers with B threads of N packs: 128x2, 128x4, 256x2, 256x4,
-//               512x2, 512x4, 512x8 or 1024x8 (at most 32 values a thread)
+//               512x2, 512x4, 512x8 or 1024x8, or the lab's 64x3, 64x6, 128x3, 256x3, 256x8,
+//               512x1, 1024x1, 1024x2 or 1024x4 (at most 32 values a thread)
 //   rows=N      the warp path's rung with each group taking N (1, 2 or 4) rows at once (rungs
 //               of up to 2 packs a lane)
 //   tail=BxN    block_registers with B threads of N register packs, the rest of the row cached
@@ -42,8 +43,9 @@
 //   stagger=U   the first wave's groups a step of U microseconds apart, on any block path
 //   warp=WxN[xB]  a warp rung the ladder does not have: W lanes a row, N packs of B bytes
 //               (default 16) a lane; one of ForEachLabWarpShape's below
-//   tile=WxN[xT]  warp_tile with W lanes a row, N words a lane and T tiles a warp (default 1);
-//               one of ForEachLabTileShape's below
+//   tile=WxN[xT[xM]]  warp_tile with W lanes a row, N words a lane and T tiles a warp (default
+//               1), compiled for M blocks an SM (__launch_bounds__; 1 no bound; default the
+//               planner's TileMinBlocks); one of ForEachLabTileShape's below
 //
 // Every timed call follows an L2 flush (a read of four times the L2 size), as in the benchmark.
 //
@@ -231,21 +233,25 @@ void ForEachLabWarpShape(Fn&& fn) {
 // warp_tile rungs for the tile=WxN variant: W lanes a row, N words a lane.
 template <typename Fn>
 void ForEachLabTileShape(Fn&& fn) {
-  fn(TileShape<1, 13>{});
   fn(TileShape<1, 25>{});
-  fn(TileShape<1, 25, 2>{});
-  fn(TileShape<2, 13>{});
-  fn(TileShape<4, 13>{});
-  fn(TileShape<8, 13>{});
   fn(TileShape<2, 25>{});
   fn(TileShape<4, 25>{});
-  fn(TileShape<8, 25>{});
-  fn(TileShape<2, 13, 2>{});
-  fn(TileShape<4, 13, 2>{});
-  fn(TileShape<8, 13, 2>{});
-  fn(TileShape<2, 25, 2>{});
-  fn(TileShape<4, 25, 2>{});
-  fn(TileShape<8, 25, 2>{});
+  fn(TileShape<2, 13, 2, 1>{});
+  fn(TileShape<4, 13, 2, 1>{});
+  fn(TileShape<4, 9, 2, 1>{});
+  fn(TileShape<4, 17, 2, 1>{});
+  fn(TileShape<1, 25, 2, 1>{});
+  fn(TileShape<2, 25, 2, 1>{});
+  fn(TileShape<4, 25, 2, 1>{});
+  fn(TileShape<8, 25, 2, 1>{});
+  fn(TileShape<2, 25, 2, 4>{});
+  fn(TileShape<2, 25, 2, 6>{});
+  fn(TileShape<2, 25, 2, 7>{});
+  fn(TileShape<4, 25, 2, 4>{});
+  fn(TileShape<4, 25, 2, 6>{});
+  fn(TileShape<4, 25, 2, 7>{});
+  fn(TileShape<8, 25, 2, 6>{});
+  fn(TileShape<4, 25, 3>{});
 }
 
 // A rung variant (warp=, tile=) the lab has no rung for, or whose rung cannot take the row:
@@ -389,8 +395,9 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
     });
     if (!found) { SkipVariant(variant, cols, plan); }
   } else if (variant.rfind("tile=", 0) == 0) {
-    int width = 0, words = 0, tiles = 1;
-    if (std::sscanf(variant.c_str(), "tile=%dx%dx%d", &width, &words, &tiles) < 2) {
+    int width = 0, words = 0, tiles = 1, min_blocks = 0;
+    if (std::sscanf(variant.c_str(), "tile=%dx%dx%dx%d", &width, &words, &tiles, &min_blocks) <
+        2) {
       std::fprintf(stderr, "softmax_lab: bad variant %s\n", variant.c_str());
       std::exit(2);
     }
@@ -402,6 +409,7 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
         // The kernel needs rows of whole words and tiles of whole 16-byte packs.
         const int64_t row_words = cols / kPerWord;
         if (Shape::width != width || Shape::words != words || Shape::tiles != tiles ||
+            Shape::min_blocks != min_blocks ||
             cols % kPerWord != 0 || int64_t{Shape::width} * Shape::words < row_words ||
             kTileRows<Shape::width> * row_words % 4 != 0) {
           return;
@@ -438,7 +446,7 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
             : plan_for(std::integral_constant<Algorithm, Algorithm::kLogSoftmax>{}, regs);
     if (ok) {
       plan = regs;
-    } else if (tail) {
+    } else if (variant != "path=registers") {
       SkipVariant(variant, cols, plan);
     }
   } else if (variant.rfind("online=", 0) == 0 && plan.path != Path::kWarp) {

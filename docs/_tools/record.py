@@ -74,8 +74,10 @@ def _fmt(value: float | None, digits: int = 1) -> str:
     return "\u2013" if value is None else f"{value:.{digits}f}"
 
 
-def _cuda_paths(shapes: set[tuple[str, str, int]]) -> dict[tuple[str, str, int], str]:
-    """(dtype, op, cols) -> the plan oneflite's trace reports, for each CUDA shape."""
+def _cuda_paths(shapes: set[tuple[str, str, int, int]]) -> dict[tuple[str, str, int], str]:
+    """(dtype, op, cols) -> the plan oneflite's trace reports for each CUDA shape (dtype, op,
+    rows, cols), planned for the rows the benchmark ran: the grid, and some choices, depend on
+    them."""
     import numpy as np
 
     import oneflite
@@ -83,8 +85,12 @@ def _cuda_paths(shapes: set[tuple[str, str, int]]) -> dict[tuple[str, str, int],
     if not oneflite.cuda.is_available():
         return {}
     plans = {}
-    for dtype, op, cols in sorted(shapes):
-        x = oneflite.tensor(np.zeros((1, cols)), dtype=getattr(oneflite, dtype), device="cuda")
+    x = None
+    for dtype, op, rows, cols in sorted(shapes):
+        if x is None or x.shape != (rows, cols) or x.dtype != getattr(oneflite, dtype):
+            x = None  # the last shape's tensor goes before the next one is made
+            x = oneflite.tensor(np.zeros((rows, cols), dtype=np.float32),
+                                dtype=getattr(oneflite, dtype), device="cuda")
         fn = oneflite.nn.functional.softmax if op == "softmax" else \
             oneflite.nn.functional.log_softmax
         with oneflite.trace() as t:
@@ -106,7 +112,7 @@ def record_bench(folder: Path, dest: Path) -> None:
         rows_of[key] = r["rows"]
     providers = [p for p in ("oneflite", "copy", "torch", "triton", "numpy")
                  if any(p in c for c in cells.values())]
-    cuda_shapes = {(d, o, c) for (dev, d, o, c) in cells if dev == "cuda"}
+    cuda_shapes = {(d, o, rows_of[(dev, d, o, c)], c) for (dev, d, o, c) in cells if dev == "cuda"}
     plans = _cuda_paths(cuda_shapes)
 
     def gbps(key: tuple[str, str, str, int], provider: str) -> str:

@@ -1225,13 +1225,50 @@ constexpr int kTileBlockSize = 128;
 
 // One rung of the warp_tile ladder: kWidth lanes share a row, each holding up to kWords 32-bit
 // words of it (two values of a 16-bit type, or one float); each warp takes kTiles tiles, the
-// copy of the next in flight while it computes the one before.
-template <int kWidth, int kWords, int kTiles = 1>
+// copy of the next in flight while it computes the one before. kMinBlocks: the blocks an SM must
+// hold at once (__launch_bounds__); 0, the rule below, TileMinBlocks.
+template <int kWidth, int kWords, int kTiles = 1, int kMinBlocks = 0>
 struct TileShape {
   static constexpr int width = kWidth;
   static constexpr int words = kWords;
   static constexpr int tiles = kTiles;
+  static constexpr int min_blocks = kMinBlocks;
 };
+
+// How many blocks of a warp_tile rung an SM holds at once, as the kernel's __launch_bounds__
+// tells the compiler, which then keeps a thread within 65536 / (128 x blocks) registers. Left
+// free, it spent 108-161 registers a thread on the unrolled rows (every word, and the exps'
+// temporaries side by side), which leaves 3-4 blocks an SM: 77-102 KiB of copies in flight at
+// 25.6 KiB a block, with no block overlapping its own arithmetic. Measured on an H200
+// (tools/softmax_lab.cu, tile=WxKx2xM against the rung unbounded; fractions of copy, softmax and
+// log_softmax alike unless said, two runs each):
+//
+//   16-bit, 25 words, 6 blocks (80 registers, no spill): half 100 (2 x 25) 0.90 -> 0.99-1.00,
+//     bfloat16 100 0.89-0.91 -> 0.98-0.99, half 200 (4 x 25) 0.93-0.94 -> 0.97, 16-bit 400
+//     (8 x 25) 0.93-0.95 -> 0.97-0.98; 7 blocks 0.5-1% behind, 4 or 5 blocks 0.91-0.92 at 100;
+//   17 words, 6 blocks: float 68 (4 x 17) 0.94 -> 0.97, 16-bit 136 0.93-0.94 -> 0.96-0.97
+//     (8 blocks 0.95-0.96);
+//   9 and 13 words, 8 blocks (64 registers): float 36 (4 x 9) 0.885 -> 0.93, float 52 (4 x 13)
+//     0.90 -> 0.93-0.94 (6 blocks 0.92), float 26 (2 x 13) 0.84 -> 0.94-0.95, 16-bit 52 0.82 ->
+//     0.93-0.95, 16-bit 104 0.89-0.90 -> 0.92-0.935, 16-bit 72 0.87-0.89 -> 0.93;
+//   float, 25 words: softmax on 7 blocks (72 registers, no spill), float 100 (4 x 25) 0.936 ->
+//     0.963-0.969, float 50 (2 x 25) 0.916 -> 0.99-1.00, float 200 (8 x 25) 0.958 -> 0.965;
+//     log_softmax on 4 (128 registers), float 100 0.935 -> 0.957-0.962, float 200 0.958 ->
+//     0.963: with 5-8 blocks the library logf spills 20-56 bytes, and it lost (0.86-0.91);
+//   one lane a row (the 1 x 25 rung: float 25, 16-bit 50), unbounded at 92-120 registers, lost
+//     under any bound (16-bit 50 0.96 -> 0.92-0.95 on 5-7 blocks; float 25 level): no bound.
+template <typename T, Algorithm kAlgorithm, int kWidth, int kWords>
+constexpr int TileMinBlocks() {
+  if constexpr (kWidth == 1) {
+    return 1;
+  } else if constexpr (kWords <= 13) {
+    return 8;
+  } else if constexpr (!std::is_same_v<T, float> || kWords <= 17) {
+    return 6;
+  } else {
+    return kAlgorithm == Algorithm::kSoftmax ? 7 : 4;
+  }
+}
 
 // Rows of a warp's tile: one a group of kWidth lanes.
 template <int kWidth>
@@ -1307,8 +1344,9 @@ __device__ __forceinline__ void TileRows(uint32_t* words, int n_words, int row_w
 // over 16 lanes of one 16-byte pack each (a quarter of them padding, plus the edge columns of
 // every other row), here 2 lanes hold 25 words each, and a row's max and sum take one shuffle
 // step each, not four. Blocks stride over the row tiles, in case the grid is capped.
-template <typename T, Algorithm kAlgorithm, int kWidth, int kWords, int kTiles>
-__global__ void __launch_bounds__(kTileBlockSize)
+template <typename T, Algorithm kAlgorithm, int kWidth, int kWords, int kTiles, int kMinBlocks>
+__global__ void __launch_bounds__(
+    kTileBlockSize, kMinBlocks > 0 ? kMinBlocks : TileMinBlocks<T, kAlgorithm, kWidth, kWords>())
     TileSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int cols) {
   static_assert(!std::is_same_v<T, double>, "rows of whole 32-bit words of T");
   constexpr int kPerWord = PackSize<T, 4>::value;
@@ -1429,7 +1467,7 @@ void LaunchWarp(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t col
 template <typename T, Algorithm kAlgorithm, typename Shape>
 void LaunchTile(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols, const void* x,
                 void* y) {
-  TileSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::words, Shape::tiles>
+  TileSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::words, Shape::tiles, Shape::min_blocks>
       <<<plan.grid, kTileBlockSize, plan.smem, stream>>>(static_cast<const T*>(x),
                                                           static_cast<T*>(y), rows,
                                                           static_cast<int>(cols));
@@ -1702,7 +1740,8 @@ void PlanTile(const CudaDeviceInfo& info, int64_t rows, int64_t cols, Plan& plan
   constexpr int kRows = kTileRows<Shape::width>;
   constexpr int64_t kRowsPerBlock = int64_t{kTileBlockSize / kWarpSize} * Shape::tiles * kRows;
   const auto* kernel = reinterpret_cast<const void*>(
-      &TileSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::words, Shape::tiles>);
+      &TileSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::words, Shape::tiles,
+                         Shape::min_blocks>);
   plan.path = Path::kWarpTile;
   plan.pack = PackSize<T>::value;
   plan.width = Shape::width;
@@ -1853,6 +1892,11 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
   consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 1>{});
   consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 2>{});
   consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 4>{});
+  consider(std::integral_constant<int, 64>{}, std::integral_constant<int, 3>{});
+  consider(std::integral_constant<int, 64>{}, std::integral_constant<int, 6>{});
+  consider(std::integral_constant<int, 128>{}, std::integral_constant<int, 3>{});
+  consider(std::integral_constant<int, 256>{}, std::integral_constant<int, 3>{});
+  consider(std::integral_constant<int, 256>{}, std::integral_constant<int, 8>{});
 #endif
   return chosen;
 }
