@@ -1251,10 +1251,11 @@ struct TileShape {
 //   9 and 13 words, 8 blocks (64 registers): float 36 (4 x 9) 0.885 -> 0.93, float 52 (4 x 13)
 //     0.90 -> 0.93-0.94 (6 blocks 0.92), float 26 (2 x 13) 0.84 -> 0.94-0.95, 16-bit 52 0.82 ->
 //     0.93-0.95, 16-bit 104 0.89-0.90 -> 0.92-0.935, 16-bit 72 0.87-0.89 -> 0.93;
-//   float, 25 words: softmax on 7 blocks (72 registers, no spill), float 100 (4 x 25) 0.936 ->
-//     0.963-0.969, float 50 (2 x 25) 0.916 -> 0.99-1.00, float 200 (8 x 25) 0.958 -> 0.965;
-//     log_softmax on 4 (128 registers), float 100 0.935 -> 0.957-0.962, float 200 0.958 ->
-//     0.963: with 5-8 blocks the library logf spills 20-56 bytes, and it lost (0.86-0.91);
+//   float, 25 words: softmax on 7 blocks (72 registers, no spill; 6 spilled), float 100 (4 x 25)
+//     0.936 -> 0.963-0.969, float 50 (2 x 25) 0.916 -> 0.99-1.00, float 200 (8 x 25) 0.958 ->
+//     0.965; log_softmax on 6 once its outputs came from shared memory (TileRows; before, its
+//     logf spilled 20-56 bytes on 5-8 blocks), float 100 0.935 -> 0.975-0.978, float 50 0.88 ->
+//     0.987-0.992, float 200 0.958 -> 0.971-0.972;
 //   one lane a row (the 1 x 25 rung: float 25, 16-bit 50), unbounded at 92-120 registers, lost
 //     under any bound (16-bit 50 0.96 -> 0.92-0.95 on 5-7 blocks; float 25 level): no bound.
 template <typename T, Algorithm kAlgorithm, int kWidth, int kWords>
@@ -1263,10 +1264,11 @@ constexpr int TileMinBlocks() {
     return 1;
   } else if constexpr (kWords <= 13) {
     return 8;
-  } else if constexpr (!std::is_same_v<T, float> || kWords <= 17) {
-    return 6;
+  } else if constexpr (std::is_same_v<T, float> && kWords > 17 &&
+                       kAlgorithm == Algorithm::kSoftmax) {
+    return 7;
   } else {
-    return kAlgorithm == Algorithm::kSoftmax ? 7 : 4;
+    return 6;
   }
 }
 
@@ -1309,14 +1311,25 @@ __device__ __forceinline__ void TileRows(uint32_t* words, int n_words, int row_w
   for (int i = 0; i < kWords * kPerWord; ++i) { Shift<T, kAlgorithm>(v[i], row_max, sum); }
   const ShiftedOutput<T, kAlgorithm> output(
       GroupAllReduce<kWidth>(sum, [](C a, C b) { return a + b; }));
+  if constexpr (std::is_same_v<T, float> && kAlgorithm == Algorithm::kLogSoftmax) {
+    // float log_softmax takes each output from x, still in shared memory, rather than from v:
+    // x - max is one subtract, and v, dead once summed, holds no registers through the row's
+    // logf, which spilled at 5-8 blocks an SM while it did (TileMinBlocks).
 #pragma unroll
-  for (int k = 0; k < kWords; ++k) {
-    const int i = k * kWidth + lane_in_group;
-    C out[kPerWord];
+    for (int k = 0; k < kWords; ++k) {
+      const int i = k * kWidth + lane_in_group;
+      if (i < live_words) { row[i] = __float_as_uint(output(__uint_as_float(row[i]) - row_max)); }
+    }
+  } else {
 #pragma unroll
-    for (int j = 0; j < kPerWord; ++j) { out[j] = output(v[k * kPerWord + j]); }
-    const Word word = MakePack<T, 4>(out);
-    if (i < live_words) { memcpy(&row[i], &word, 4); }
+    for (int k = 0; k < kWords; ++k) {
+      const int i = k * kWidth + lane_in_group;
+      C out[kPerWord];
+#pragma unroll
+      for (int j = 0; j < kPerWord; ++j) { out[j] = output(v[k * kPerWord + j]); }
+      const Word word = MakePack<T, 4>(out);
+      if (i < live_words) { memcpy(&row[i], &word, 4); }
+    }
   }
   __syncwarp();
 
