@@ -1253,9 +1253,10 @@ struct TileShape {
 //     0.93-0.95, 16-bit 104 0.89-0.90 -> 0.92-0.935, 16-bit 72 0.87-0.89 -> 0.93;
 //   float, 25 words: softmax on 7 blocks (72 registers, no spill; 6 spilled), float 100 (4 x 25)
 //     0.936 -> 0.963-0.969, float 50 (2 x 25) 0.916 -> 0.99-1.00, float 200 (8 x 25) 0.958 ->
-//     0.965; log_softmax on 6 once its outputs came from shared memory (TileRows; before, its
-//     logf spilled 20-56 bytes on 5-8 blocks), float 100 0.935 -> 0.975-0.978, float 50 0.88 ->
-//     0.987-0.992, float 200 0.958 -> 0.971-0.972;
+//     0.965; log_softmax on 6 once its outputs came from shared memory (TileRows). Before, its
+//     logf spilled 20-56 bytes on 5-8 blocks and 4 was its best (float 100 0.935 -> 0.957-0.962);
+//     against those 4 blocks, 6 now gain: float 100 0.959-0.964 -> 0.975-0.978, float 50
+//     0.929-0.933 -> 0.987-0.992, float 200 0.963-0.967 -> 0.971-0.972;
 //   one lane a row (the 1 x 25 rung: float 25, 16-bit 50), unbounded at 92-120 registers, lost
 //     under any bound (16-bit 50 0.96 -> 0.92-0.95 on 5-7 blocks; float 25 level): no bound.
 template <typename T, Algorithm kAlgorithm, int kWidth, int kWords>
