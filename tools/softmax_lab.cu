@@ -460,8 +460,7 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
     plan.smem = smem;
     plan.cached_packs = static_cast<int>(smem / kPackBytes);
     plan.persistent = true;
-    plan.grid = static_cast<int>(
-        std::min<int64_t>(rows, static_cast<int64_t>(info.sm_count) * plan.active_per_sm));
+    plan.grid = static_cast<int>(std::min<int64_t>(rows, ResidentBlocks(info, plan.active_per_sm)));
   }
   // The first wave's stagger: the planner's rule for the plan above, or the variant's.
   StaggerFirstWave<T>(info, cols, plan);

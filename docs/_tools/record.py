@@ -86,7 +86,8 @@ def _cuda_paths(shapes: set[tuple[str, str, int, int]]) -> dict[tuple[str, str, 
         return {}
     plans = {}
     x = None
-    for dtype, op, rows, cols in sorted(shapes):
+    # Both ops of a (dtype, rows, cols) in turn, so that they share one input tensor.
+    for dtype, op, rows, cols in sorted(shapes, key=lambda s: (s[0], s[2], s[3], s[1])):
         if x is None or x.shape != (rows, cols) or x.dtype != getattr(oneflite, dtype):
             x = None  # the last shape's tensor goes before the next one is made
             x = oneflite.tensor(np.zeros((rows, cols), dtype=np.float32),
