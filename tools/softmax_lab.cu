@@ -39,6 +39,8 @@
 //               in shared memory: 256x2, 512x2, 512x4, 512x8, 1024x2, 1024x4 or 1024x8 (at most
 //               32 values a thread)
 //   held=0      block_online without its uncached packs held in registers (all read twice)
+//   ragged=on   block_registers (without a tail) by its kernel for rows of any alignment;
+//   ragged=off  by its kernel for rows of whole 16-byte packs (PlansWholeRowsKernel picks)
 //   stagger=off  no stagger of the first wave (StaggerFirstWave), on any of the plans above
 //   stagger=U   the first wave's groups a step of U microseconds apart, on any block path
 //   warp=WxN[xB]  a warp rung the ladder does not have: W lanes a row, N packs of B bytes
@@ -449,6 +451,20 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
     } else if (variant != "path=registers") {
       SkipVariant(variant, cols, plan);
     }
+  } else if ((variant == "ragged=on" || variant == "ragged=off") &&
+             plan.path == Path::kBlockRegisters && plan.smem == 0) {
+    // The same block_registers shape, by its kernel for rows of any alignment (on) or for rows
+    // of whole packs (off).
+    constexpr int P = PackSize<T>::value;
+    const RowsKernel kernel = variant == "ragged=on" ? RowsKernel::kRagged : RowsKernel::kWhole;
+    Plan regs = plan;
+    const bool ok =
+        options.algo == Algorithm::kSoftmax
+            ? PlanBlockRegisters<T, Algorithm::kSoftmax>(info, rows, cols, true, plan.block,
+                                                         plan.cols_per_thread / P, regs, kernel)
+            : PlanBlockRegisters<T, Algorithm::kLogSoftmax>(
+                  info, rows, cols, true, plan.block, plan.cols_per_thread / P, regs, kernel);
+    if (ok) { plan = regs; }
   } else if (variant.rfind("online=", 0) == 0 && plan.path != Path::kWarp) {
     // block_online with N blocks per SM, each caching 1/N of the SM's shared memory.
     const int n = std::stoi(variant.substr(7));

@@ -1080,10 +1080,18 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
 // only the slots it copied, so no barrier guards them. The tail is folded into the thread's
 // max by the online normalizer (one exp an element) and exp-ed again in the output pass; the
 // register part is exp-ed once, as without a tail.
-template <typename T, Algorithm kAlgorithm, int kBlock, int kPacks, bool kCachedTail = false>
+//
+// kRagged = false: every row starts on a 16-byte boundary and is whole packs (x aligned, cols a
+// multiple of P), so a thread's packs are predicated vector loads with no edge to test, as on
+// the warp path's kRagged = false rungs, and y's are vector stores whenever y is aligned as x
+// is. PlansWholeRowsKernel says for which shapes the planner takes it. The cached tail needs
+// kRagged.
+template <typename T, Algorithm kAlgorithm, int kBlock, int kPacks, bool kCachedTail = false,
+          bool kRagged = true>
 __global__ void __launch_bounds__(kBlock)
     BlockRegisterSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows,
                                int cols, bool y_vector_ok, int tail_slots, Stagger stagger) {
+  static_assert(kRagged || !kCachedTail, "the cached tail's copies handle ragged rows only");
   using C = ComputeType<T>;
   constexpr int P = PackSize<T>::value;
   __shared__ C posts[2][kBlock / kWarpSize];  // BlockAllReduce's, for the max and the sum
@@ -1095,16 +1103,31 @@ __global__ void __launch_bounds__(kBlock)
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T* x_row = x + row * cols;
     T* y_row = y + row * cols;
-    const int head = HeadOffset(x_row);
-    const int window = (head + cols + P - 1) / P;
+    const int head = kRagged ? HeadOffset(x_row) : 0;
+    const int window = kRagged ? (head + cols + P - 1) / P : cols / P;
     // Every pack's load is issued before any loaded value is used. For the 16-bit types that
     // takes predicated vector loads of the whole packs (LoadPackOrNegativeInfinity), then the
     // window's edge packs element by element: after LoadPack's branches, the compiler splits the
     // 16-bit halves with instructions right behind each vector load, which wait for it, so a
     // thread's second load would leave only when its first had landed (0.81x copy at half 8192
     // on 512 x 2). float's values need no such instruction.
+    // Rows of whole packs take the same loads with no edge packs (float's as plain loads, which
+    // measured ahead of the predicated ones at 8192 and 32768 columns).
     Pack<T> packs[kPacks];
-    if constexpr (kIs16Bit<T>) {
+    if constexpr (!kRagged && kIs16Bit<T>) {
+#pragma unroll
+      for (int n = 0; n < kPacks; ++n) {
+        const int k = tid + n * kBlock;
+        packs[n] = LoadPackOrNegativeInfinity(x_row + k * P, k < window);
+      }
+    } else if constexpr (!kRagged) {
+      const Pack<T>* x_packs = reinterpret_cast<const Pack<T>*>(x_row);
+#pragma unroll
+      for (int n = 0; n < kPacks; ++n) {
+        const int k = tid + n * kBlock;
+        packs[n] = k < window ? x_packs[k] : NegativeInfinityPack<T>();
+      }
+    } else if constexpr (kIs16Bit<T>) {
 #pragma unroll
       for (int n = 0; n < kPacks; ++n) {
         const int k = tid + n * kBlock;
@@ -1184,7 +1207,7 @@ __global__ void __launch_bounds__(kBlock)
       C out[P];
 #pragma unroll
       for (int j = 0; j < P; ++j) { out[j] = output(v[n * P + j]); }
-      if (y_vector_ok && c0 >= 0 && c0 + P <= cols) {
+      if (y_vector_ok && (!kRagged || (c0 >= 0 && c0 + P <= cols))) {
         *reinterpret_cast<Pack<T>*>(y_row + c0) = MakePack<T>(out);
       } else {
 #pragma unroll
@@ -1441,7 +1464,7 @@ struct Plan {
   int width = 0;
   int cols_per_thread = 0;
   int rows_per_access = 0;
-  bool ragged = false;  // rows may have edge columns (see WarpSoftmaxKernel)
+  bool ragged = false;  // rows may have edge columns (WarpSoftmaxKernel, block_registers)
   // warp_tile path (and width, cols_per_thread as for the warp path; a tile is 32 / width rows).
   int tiles_per_warp = 0;
   // All paths.
@@ -1499,10 +1522,11 @@ void LaunchBlock(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t co
   ONEFLITE_CUDA_CHECK_LAUNCH();
 }
 
-template <typename T, Algorithm kAlgorithm, int kBlock, int kPacks, bool kCachedTail = false>
+template <typename T, Algorithm kAlgorithm, int kBlock, int kPacks, bool kCachedTail = false,
+          bool kRagged = true>
 void LaunchBlockRegisters(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols,
                           const void* x, void* y) {
-  BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, kCachedTail>
+  BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, kCachedTail, kRagged>
       <<<plan.grid, kBlock, plan.smem, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
                                                  rows, static_cast<int>(cols), SameAlignment(x, y),
                                                  plan.cached_packs / kBlock, plan.stagger);
@@ -1807,6 +1831,28 @@ bool PlanTileRows(const CudaDeviceInfo& info, int64_t rows, int64_t cols, Plan& 
   }
 }
 
+// Which kernel block_registers runs for rows of whole 16-byte packs (x aligned, cols a multiple
+// of the pack): kPlanned, the planner's choice (PlansWholeRowsKernel); kRagged, the kernel for
+// rows of any alignment; kWhole, the one for whole packs (for the lab's comparison: outside the
+// lab only the planned shapes have it).
+enum class RowsKernel { kPlanned, kRagged, kWhole };
+
+// The block_registers shapes whose whole-pack kernel (kRagged = false) runs aligned rows: those
+// where it measured ahead of the ragged kernel (NOTES item 53, H200, fractions of copy, two
+// builds): float 512 x 4 (8192 columns, +0.2-0.5%) and 1024 x 8 (32768, +0.3-0.7%), and the
+// 16-bit types' 256 x 2 (4096, +0.5-0.8%). Elsewhere it measured level or behind (float 128 x 4
+// at 2048 columns and 512 x 2 at 4096: -0.6%), with its registers and schedule the compiler's
+// choice; the ragged kernel runs those rows, as it does every row that is not whole packs.
+template <typename T>
+constexpr bool PlansWholeRowsKernel(int block, int packs) {
+  if constexpr (kIs16Bit<T>) {
+    return block == 256 && packs == 2;
+  } else {
+    return std::is_same_v<T, float> && ((block == 512 && packs == 4) ||
+                                        (block == 1024 && packs == 8));
+  }
+}
+
 // Fills `plan` for block_registers with `block` threads of `packs` packs each, or (block = 0)
 // with the first of the shapes below that holds the row, if the row fills at least three
 // quarters of it (seven eighths of 1024 x 8, and of the 16-bit shapes). False when the shape
@@ -1828,9 +1874,11 @@ bool PlanTileRows(const CudaDeviceInfo& info, int64_t rows, int64_t cols, Plan& 
 // (0.968); so did 8 values a thread on 256 or 512 threads (3072 cols on 512 x 2: 0.906).
 template <typename T, Algorithm kAlgorithm>
 bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_aligned,
-                        int block, int packs, Plan& plan) {
+                        int block, int packs, Plan& plan,
+                        RowsKernel rows_kernel = RowsKernel::kPlanned) {
   constexpr int P = PackSize<T>::value;
   const int64_t window = MaxWindowPacks<T>(cols, x_aligned);
+  const bool whole_rows = x_aligned && cols % P == 0;
   if (block == 0) {
     constexpr int kFloatShapes[][2] = {{128, 2}, {128, 4}, {256, 4},
                                        {512, 4}, {512, 8}, {1024, 8}};
@@ -1880,14 +1928,30 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
     if constexpr (kPacks * P <= 32 && !std::is_same_v<T, double>) {
       if (kBlock != block || kPacks != packs || int64_t{kBlock} * kPacks < window) { return; }
       chosen = true;
-      const auto* kernel = reinterpret_cast<const void*>(
-          &BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks>);
+      const void* kernel =
+          reinterpret_cast<const void*>(&BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks>);
+      plan.launch = &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks>;
+      plan.ragged = true;
+      constexpr bool kPlanned = PlansWholeRowsKernel<T>(kBlock, kPacks);
+#ifdef ONEFLITE_SOFTMAX_LAB
+      constexpr bool kBuilt = true;
+#else
+      constexpr bool kBuilt = kPlanned;
+#endif
+      if constexpr (kBuilt) {
+        if (whole_rows && (rows_kernel == RowsKernel::kWhole ||
+                           (rows_kernel == RowsKernel::kPlanned && kPlanned))) {
+          kernel = reinterpret_cast<const void*>(
+              &BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, false, false>);
+          plan.launch = &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks, false, false>;
+          plan.ragged = false;
+        }
+      }
       plan.path = Path::kBlockRegisters;
       plan.pack = P;
       plan.block = kBlock;
       plan.cols_per_thread = kPacks * P;
       plan.smem = 0;
-      plan.launch = &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks>;
       SetGrid(plan, rows, info, MaxActiveBlocksPerSm(kernel, info, kBlock, 0),
               /*persistent=*/false);
     }
@@ -1941,6 +2005,7 @@ bool PlanRegistersTail(const CudaDeviceInfo& info, int64_t rows, int64_t cols, b
       plan.pack = P;
       plan.block = kBlock;
       plan.cols_per_thread = kPacks * P;
+      plan.ragged = true;
       plan.cached_packs = static_cast<int>(slots * kBlock);
       plan.smem = smem;
       plan.launch = &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks, true>;

@@ -93,6 +93,7 @@ std::string ToString(const Plan& plan) {
         out << " smem=" << plan.smem
             << " tail_cols=" << static_cast<int64_t>(plan.cached_packs) * plan.pack;
       }
+      out << (plan.ragged ? " ragged" : "");
       break;
     case Path::kWarpTile:
       out << "warp_tile: pack=" << plan.pack << " cols_per_thread=" << plan.cols_per_thread
