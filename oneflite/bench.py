@@ -15,7 +15,7 @@ Providers:
 
 Every result is checked against a float64 reference before it is timed. GPU times come from CUDA
 events around each call on one shared stream (oneflite's, which torch and Triton are pointed at),
-the median of many calls after warm-up, the providers' calls taken in turns. Before each timed call
+the median of 100 calls after warm-up, the providers' calls taken in turns. Before each timed call
 the stream reads a buffer four times the size of the L2 cache: short rows make tensors of only 6-50
 MB, which a previous call would otherwise leave in L2. The flush reads rather than writes, so that
 the timed call does not pay for writing back dirty lines, and it keeps the GPU busy while the host
@@ -476,7 +476,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--ops", nargs="+", choices=OPS, default=list(OPS))
     parser.add_argument("--cols", nargs="+", type=int, help="override the sweep's columns")
     parser.add_argument("--quick", action="store_true", help="a few small shapes")
-    parser.add_argument("--repeats", type=int, default=None, help="timed calls per provider")
+    parser.add_argument("--repeats", type=int, default=None,
+                        help="timed calls per provider (default 100 on the GPU, where a call "
+                             "takes microseconds and a short row's median moves by 0.5%% over "
+                             "20; 20 on the CPU; 5 with --quick)")
     parser.add_argument("--out", type=Path, default=Path("bench-results"),
                         help="folder for results.json and results.png")
     parser.add_argument("--threads", type=int, default=None,
@@ -505,12 +508,13 @@ def main(argv: Optional[list[str]] = None) -> int:
             raise SystemExit("no CUDA device is available")
         devices.remove("cuda")
     cols_list = args.cols or (QUICK_COLS if args.quick else SWEEP_COLS)
-    repeats = args.repeats or (5 if args.quick else 20)
+    repeats = {d: args.repeats or (5 if args.quick else 100 if d == "cuda" else 20)
+               for d in devices}
 
     jobs = [(d, t, o, c) for d in devices for t in args.dtypes for o in args.ops
             for c in cols_list]
     results: list[Result] = []
-    benches = {d: Bench(d, repeats, args.statistic) for d in devices}
+    benches = {d: Bench(d, repeats[d], args.statistic) for d in devices}
     for i, (device, dtype, op, cols) in enumerate(jobs):
         _progress(i, len(jobs), f"{device} {dtype} {op} cols={cols}")
         rows = rows_for(cols, device, args.quick)
@@ -519,12 +523,16 @@ def main(argv: Optional[list[str]] = None) -> int:
 
     env = environment()
     env["statistic"] = args.statistic
+    env["repeats"] = repeats
     print(f"oneflite.bench on {env.get('gpu', 'no GPU')} / {env['cpu']}, {env['date']}")
     print(", ".join(f"{k} {v}" for k, v in env.items() if k in ("oneflite", "torch", "triton",
                                                                   "numpy")))
     if "cpu" in devices:
         print(f"CPU threads: oneflite {env['oneflite_cpu_threads']}, torch "
-              f"{env.get('torch_threads', '-')}; times: {args.statistic} of {repeats} calls")
+              f"{env.get('torch_threads', '-')}; times: {args.statistic} of {repeats['cpu']} "
+              "calls")
+    if "cuda" in devices:
+        print(f"GPU times: {args.statistic} of {repeats['cuda']} calls, each after an L2 flush")
     print(table(results))
     print()
     summary = summarize(results)
