@@ -166,20 +166,25 @@ def test_float_rows_of_4096_take_512_threads_once_there_are_16_waves(cols, kind)
 
 @pytest.mark.parametrize("kind", list(OPS))
 @pytest.mark.parametrize(
-    ("dtype", "cols", "shape"),
+    ("dtype", "cols", "shape", "whole"),
     [
-        (oneflite.float32, 8192, "cols_per_thread=16 block=512"),
-        (oneflite.float32, 32768, "cols_per_thread=32 block=1024"),
-        (oneflite.float16, 4096, "cols_per_thread=16 block=256"),
-        (oneflite.bfloat16, 4096, "cols_per_thread=16 block=256"),
+        (oneflite.float32, 1536, "cols_per_thread=16 block=128", True),
+        (oneflite.float32, 2048, "cols_per_thread=16 block=128", False),
+        (oneflite.float32, 8192, "cols_per_thread=16 block=512", True),
+        (oneflite.float32, 32768, "cols_per_thread=32 block=1024", True),
+        (oneflite.float32, 1024, "cols_per_thread=8 block=128", False),
+        (oneflite.float16, 4096, "cols_per_thread=16 block=256", True),
+        (oneflite.bfloat16, 4096, "cols_per_thread=16 block=256", True),
+        (oneflite.bfloat16, 8192, "cols_per_thread=16 block=512", False),
     ],
     ids=lambda v: getattr(v, "name", v),
 )
-def test_block_registers_rows_of_whole_packs_and_ragged_rows(dtype, cols, shape, kind):
-    # At the shapes PlansWholeRowsKernel names, rows of whole 16-byte packs take the kernel with
-    # no edge packs (the trace's plan, which describes aligned tensors, has no "ragged"), and the
-    # same rows one element off a 16-byte boundary (a contiguous view at storage offset 1) take
-    # the ragged kernel (a vector load there would fault); both give the reference's results.
+def test_block_registers_rows_of_whole_packs_and_ragged_rows(dtype, cols, shape, whole, kind):
+    # Where PlansWholeRowsKernel says so, rows of whole 16-byte packs take the kernel with no
+    # edge packs (the trace's plan, which describes aligned tensors, has no "ragged"; elsewhere
+    # it has), and the same rows one element off a 16-byte boundary (a contiguous view at
+    # storage offset 1) take the ragged kernel (a vector load there would fault); all give the
+    # reference's results.
     op, ref = OPS[kind]
     rows = 5
     values = _values(rows, cols, seed=cols)
@@ -190,7 +195,7 @@ def test_block_registers_rows_of_whole_packs_and_ragged_rows(dtype, cols, shape,
             y = op(x, -1)
         plans = _plan(t)
         assert len(plans) == 1 and "block_registers: pack=" in plans[0], plans
-        assert shape in plans[0] and " ragged" not in plans[0], plans
+        assert shape in plans[0] and (" ragged" in plans[0]) != whole, plans
         assert_close(to_float64(y), ref(to_float64(x), 1), dtype, log=kind == "log_softmax",
                      err_msg=f"storage offset {offset}: {plans[0]}")
 

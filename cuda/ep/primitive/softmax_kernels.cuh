@@ -1837,20 +1837,27 @@ bool PlanTileRows(const CudaDeviceInfo& info, int64_t rows, int64_t cols, Plan& 
 // lab only the planned shapes have it).
 enum class RowsKernel { kPlanned, kRagged, kWhole };
 
-// The block_registers shapes whose whole-pack kernel (kRagged = false) runs aligned rows: those
-// where it measured ahead of the ragged kernel (NOTES item 53, H200, fractions of copy, two
-// builds): float 512 x 4 (8192 columns, +0.2-0.5%) and 1024 x 8 (32768, +0.3-0.7%), and the
-// 16-bit types' 256 x 2 (4096, +0.5-0.8%). Elsewhere it measured level or behind (float 128 x 4
-// at 2048 columns and 512 x 2 at 4096: -0.6%), with its registers and schedule the compiler's
-// choice; the ragged kernel runs those rows, as it does every row that is not whole packs.
+// Whether the block_registers shape has a whole-pack kernel (kRagged = false) outside the lab,
+// and whether the planner runs aligned rows of `window` packs on it: where it measured ahead of
+// the ragged kernel (NOTES item 53, H200, fractions of copy, three builds): float 512 x 4 (8192
+// columns, +0.2-0.6%), 1024 x 8 (32768, +0.3-0.7%) and 128 x 4 for rows that leave every
+// thread's fourth pack empty (1536 columns, +0.5-0.75%; full rows, 2048 columns, -0.6%), and the
+// 16-bit types' 256 x 2 (4096, +0.5-0.8%). Elsewhere it measured level or behind (float 512 x 2
+// at 4096 columns: -0.6%), with its registers and schedule the compiler's choice; the ragged
+// kernel runs those rows, as it does every row that is not whole packs.
 template <typename T>
-constexpr bool PlansWholeRowsKernel(int block, int packs) {
+constexpr bool HasWholeRowsKernel(int block, int packs) {
   if constexpr (kIs16Bit<T>) {
     return block == 256 && packs == 2;
   } else {
-    return std::is_same_v<T, float> && ((block == 512 && packs == 4) ||
+    return std::is_same_v<T, float> && ((block == 128 && packs == 4) ||
+                                        (block == 512 && packs == 4) ||
                                         (block == 1024 && packs == 8));
   }
+}
+template <typename T>
+constexpr bool PlansWholeRowsKernel(int block, int packs, int64_t window) {
+  return HasWholeRowsKernel<T>(block, packs) && (block != 128 || window <= 3 * 128);
 }
 
 // Fills `plan` for block_registers with `block` threads of `packs` packs each, or (block = 0)
@@ -1932,15 +1939,15 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
           reinterpret_cast<const void*>(&BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks>);
       plan.launch = &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks>;
       plan.ragged = true;
-      constexpr bool kPlanned = PlansWholeRowsKernel<T>(kBlock, kPacks);
 #ifdef ONEFLITE_SOFTMAX_LAB
       constexpr bool kBuilt = true;
 #else
-      constexpr bool kBuilt = kPlanned;
+      constexpr bool kBuilt = HasWholeRowsKernel<T>(kBlock, kPacks);
 #endif
       if constexpr (kBuilt) {
+        const bool planned = PlansWholeRowsKernel<T>(kBlock, kPacks, window);
         if (whole_rows && (rows_kernel == RowsKernel::kWhole ||
-                           (rows_kernel == RowsKernel::kPlanned && kPlanned))) {
+                           (rows_kernel == RowsKernel::kPlanned && planned))) {
           kernel = reinterpret_cast<const void*>(
               &BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, false, false>);
           plan.launch = &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks, false, false>;
