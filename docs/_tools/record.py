@@ -59,7 +59,7 @@ def _measured_on(env: dict[str, Any], device: str) -> str:
     # device ("cpu_date", "cuda_date") and why (`joined`).
     date = env.get(f"{device}_date", env.get("date", "date unknown"))
     joined = f" {env['joined'][device]}" if device in env.get("joined", {}) else ""
-    repeats = env.get("repeats", {}).get(device) if isinstance(env.get("repeats"), dict) else None
+    repeats = (env.get("repeats") or {}).get(device)  # absent from results before it was kept
     times = f" Each time is the {env.get('statistic', 'median')} of {repeats} calls." \
         if repeats else ""
     return f"Measured on {where}, {date} ({versions}).{joined}{times}"

@@ -371,13 +371,20 @@ __device__ __forceinline__ void StoreElements(T* row, Index c0, Index cols,
   for (int j = begin; j < end; ++j) { row[c0 + j] = scratch->elem[j]; }
 }
 
-// The most window packs any row of a (rows, cols) launch can need. When x is 16-byte aligned
-// and cols is a whole number of packs, every row starts on a boundary; otherwise a row may sit
-// up to P - 1 elements past one, which can cost one more pack.
+// Whether every row of a launch is whole 16-byte packs from a 16-byte boundary: x aligned and
+// cols a whole number of packs. Rows that are not are *ragged*: they may have edge columns.
+template <typename T>
+inline bool WholePackRows(int64_t cols, bool x_aligned) {
+  return x_aligned && cols % PackSize<T>::value == 0;
+}
+
+// The most window packs any row of a (rows, cols) launch can need: cols / P for whole-pack
+// rows; otherwise a row may sit up to P - 1 elements past a boundary, which can cost one more
+// pack.
 template <typename T>
 inline int64_t MaxWindowPacks(int64_t cols, bool x_aligned) {
   constexpr int P = PackSize<T>::value;
-  if (x_aligned && cols % P == 0) { return cols / P; }
+  if (WholePackRows<T>(cols, x_aligned)) { return cols / P; }
   return (cols + 2 * P - 2) / P;
 }
 
@@ -1857,7 +1864,8 @@ constexpr bool HasWholeRowsKernel(int block, int packs) {
 }
 template <typename T>
 constexpr bool PlansWholeRowsKernel(int block, int packs, int64_t window) {
-  return HasWholeRowsKernel<T>(block, packs) && (block != 128 || window <= 3 * 128);
+  const bool last_pack_empty = window <= int64_t{block} * (packs - 1);
+  return HasWholeRowsKernel<T>(block, packs) && (block != 128 || last_pack_empty);
 }
 
 // Fills `plan` for block_registers with `block` threads of `packs` packs each, or (block = 0)
@@ -1885,7 +1893,7 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
                         RowsKernel rows_kernel = RowsKernel::kPlanned) {
   constexpr int P = PackSize<T>::value;
   const int64_t window = MaxWindowPacks<T>(cols, x_aligned);
-  const bool whole_rows = x_aligned && cols % P == 0;
+  const bool whole_rows = WholePackRows<T>(cols, x_aligned);
   if (block == 0) {
     constexpr int kFloatShapes[][2] = {{128, 2}, {128, 4}, {256, 4},
                                        {512, 4}, {512, 8}, {1024, 8}};
@@ -2067,7 +2075,7 @@ bool PlanCachedTail(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool
   } else {
     const int64_t window = MaxWindowPacks<T>(cols, x_aligned);
     if constexpr (kIs16Bit<T>) {
-      const bool rows_aligned = x_aligned && cols % PackSize<T>::value == 0;
+      const bool rows_aligned = WholePackRows<T>(cols, x_aligned);
       if (window > (rows_aligned ? 10 : 12) * 128 && window <= 16 * 128) {
         return PlanRegistersTail<T, kAlgorithm>(info, rows, cols, x_aligned, 256, 2, plan);
       }
@@ -2145,7 +2153,7 @@ Plan PlanPath(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_ali
       if constexpr (kWarpShapeFor<T, Shape>) {
         if (chosen || Shape::max_packs < whole_packs) { return; }
         chosen = true;
-        PlanWarp<T, kAlgorithm, Shape>(info, rows, cols % P != 0 || !x_aligned, plan);
+        PlanWarp<T, kAlgorithm, Shape>(info, rows, !WholePackRows<T>(cols, x_aligned), plan);
       }
     });
     return plan;
