@@ -9,13 +9,16 @@ Providers:
   * ``oneflite``: the highest-priority backend (CUDA kernels on the GPU, ``fast`` on the CPU);
   * ``copy``: a copy of the same bytes on the same device, the ceiling (on the CPU with torch's
     threads when torch is importable, else NumPy's single thread);
-  * ``torch``: ``torch.softmax`` (GPU and CPU), when torch is importable;
+  * ``torch``: ``torch.softmax`` (on the GPU its op, ``aten::_softmax``, given the output), when
+    torch is importable;
   * ``triton``: a one-row-per-program Triton kernel in the design of the Triton tutorial (GPU);
   * ``numpy``: a plain NumPy softmax (CPU).
 
 Every result is checked against a float64 reference before it is timed. GPU times come from CUDA
 events around each call on one shared stream (oneflite's, which torch and Triton are pointed at),
-the median of 100 calls after warm-up, the providers' calls taken in turns. Before each timed call
+the median of 100 calls after warm-up, the providers' calls taken in turns. The GPU providers write
+into the same memory (oneflite's output block, lent to the others), since where an output lies
+moves a copy's bandwidth by up to 0.9%, more than some margins between them. Before each timed call
 the stream reads a buffer four times the size of the L2 cache: short rows make tensors of only 6-50
 MB, which a previous call would otherwise leave in L2. The flush reads rather than writes, so that
 the timed call does not pay for writing back dirty lines, and it keeps the GPU busy while the host
@@ -105,15 +108,21 @@ def _triton_softmax() -> Optional[Callable[[Any], Any]]:
         y = numerator / tl.sum(numerator, axis=0)
         tl.store(out_ptr + row * out_stride + offsets, y.to(out_ptr.dtype.element_ty), mask=mask)
 
-    def softmax(x: Any) -> Any:
+    def launch(x: Any, y: Any, **options: Any) -> Any:
+        """Runs the kernel on x into y and returns the compiled kernel (`options`: Triton's
+        compile options, for tools/triton_cubins.py)."""
         rows, cols = x.shape
         block = triton.next_power_of_2(cols)
         num_warps = 4 if block < 2048 else (8 if block < 4096 else 16)
-        y = torch.empty_like(x)
-        row_softmax[(rows,)](y, x, x.stride(0), y.stride(0), cols, BLOCK=block,
-                             num_warps=num_warps)
+        return row_softmax[(rows,)](y, x, x.stride(0), y.stride(0), cols, BLOCK=block,
+                                    num_warps=num_warps, **options)
+
+    def softmax(x: Any, out: Any = None) -> Any:
+        y = torch.empty_like(x) if out is None else out
+        launch(x, y)
         return y
 
+    softmax.launch = launch  # type: ignore[attr-defined]  # tools/triton_cubins.py's way in
     return softmax
 
 
@@ -245,8 +254,8 @@ class Bench:
         providers: dict[str, Callable[[], Any]] = {"oneflite": lambda: fn(x, dim=1)}
         if self.device == "cuda":
             tx = torch.from_dlpack(x)
-            dst = torch.empty_like(tx)
-            providers["copy"] = lambda: dst.copy_(tx)
+            out = self._output_like(x)
+            providers["copy"] = lambda: out().copy_(tx)
         elif torch is not None:
             # torch copies with all its threads, as the softmax providers compute with theirs.
             src_t = torch.ones(nbytes, dtype=torch.uint8)
@@ -258,12 +267,16 @@ class Bench:
             src = np.ones(nbytes, dtype=np.uint8)
             dst_np = np.empty_like(src)
             providers["copy"] = lambda: np.copyto(dst_np, src)
-        if torch is not None:
+        if self.device == "cuda":
+            # torch.softmax's own op (aten::_softmax, which it dispatches to), writing into `out`.
+            aten = torch.ops.aten._softmax if op == "softmax" else torch.ops.aten._log_softmax
+            providers["torch"] = lambda: aten.out(tx, 1, False, out=out())
+            if self.triton is not None and op == "softmax":
+                providers["triton"] = lambda: self.triton(tx, out())
+        elif torch is not None:
             tx = torch.from_dlpack(x)
             torch_fn = torch.softmax if op == "softmax" else torch.log_softmax
             providers["torch"] = lambda: torch_fn(tx, dim=1)
-            if self.triton is not None and op == "softmax":
-                providers["triton"] = lambda: self.triton(tx)
         if self.device == "cpu" and dtype in ("float32", "float64"):
             xn = x.numpy()
             providers["numpy"] = lambda: _numpy_softmax(xn, op)
@@ -291,6 +304,16 @@ class Bench:
             if r.ms is not None and copy_ms is not None:
                 r.fraction_of_copy = copy_ms / r.ms
         return results
+
+    def _output_like(self, x: oneflite.Tensor) -> Callable[[], Any]:
+        """Output buffers for the GPU peers, as torch tensors over memory from oneflite's
+        allocator: each call takes the block oneflite's own output took (a dropped tensor's block
+        is kept for the next tensor of its size), so every provider writes the same addresses.
+        Where a buffer lies in memory moves even a copy's bandwidth by up to 0.9% (an H200, NOTES
+        item 55 of the CUDA backend), more than some margins between the providers."""
+        torch = self.torch
+        shape, dtype, device = list(x.shape), x.dtype, x.device
+        return lambda: torch.from_dlpack(_C._empty(shape, dtype, device))
 
     def _random(self, rows: int, cols: int, dtype: str, seed: int) -> oneflite.Tensor:
         # Generated on the device where possible: 100M host-side normals would dominate the run.

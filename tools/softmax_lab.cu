@@ -13,10 +13,12 @@
 //   --reps N                             timed calls per shape (default 20, the median is kept)
 //   --rows N                             rows of every shape (default the benchmark's: 98304 up
 //                                        to 2048 cols, 2^27 / cols beyond)
+//   --triton DIR                         where the variant triton finds its kernels
 //
 //   default     the plan PlanSoftmax makes
 //   grid=tiles       one block per tile of rows, never a persistent grid
 //   grid=persistent  always a persistent grid: the resident blocks stride over the tiles
+//   grid=Nx     a persistent grid of N blocks an SM (at most the resident ones)
 //   path=block  a shared-memory block path even for rows the warp or block_registers path takes
 //   online=N    block_online with N (2 or 4) blocks per SM, each caching 1/N of shared memory
 //   block=N     block_smem with N threads a block (64, 128, 256, 512 or 1024), for any row that
@@ -48,6 +50,11 @@
 //   tile=WxN[xT[xM]]  warp_tile with W lanes a row, N words a lane and T tiles a warp (default
 //               1), compiled for M blocks an SM (__launch_bounds__; 1 no bound; default the
 //               planner's TileMinBlocks); one of ForEachLabTileShape's below
+//   triton      not a plan: the benchmark's Triton kernel (python -m oneflite.bench's peer), from
+//               the cubin tools/triton_cubins.py compiled for this dtype and row length into
+//               --triton DIR, run on the same x and y as the plans (softmax only). The same
+//               buffers matter: where a tensor lies in memory moves a copy by up to 0.9% (item 55
+//               of cuda/ep/primitive/NOTES.md), more than the margins measured against Triton.
 //
 // Every timed call follows an L2 flush (a read of four times the L2 size), as in the benchmark.
 //
@@ -62,6 +69,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -102,6 +111,7 @@ struct Options {
   std::vector<std::string> variants;
   int reps = 20;
   int64_t rows = 0;  // 0: the benchmark's rows for each cols
+  std::string triton_dir;
 };
 
 [[maybe_unused]] float ToFloat(__half v) { return __half2float(v); }
@@ -280,6 +290,11 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
   } else if (variant == "grid=persistent") {
     plan.persistent = true;
     plan.grid = static_cast<int>(std::min(plan.tiles, resident));
+  } else if (variant.rfind("grid=", 0) == 0 && variant.back() == 'x') {
+    // A persistent grid of N blocks an SM (at most what fits).
+    const int64_t per_sm = std::min<int64_t>(std::stoi(variant.substr(5)), plan.active_per_sm);
+    plan.persistent = true;
+    plan.grid = static_cast<int>(std::min(plan.tiles, per_sm * info.sm_count));
   } else if (variant.rfind("block=", 0) == 0 && plan.path == Path::kBlockSmem) {
     // block_smem with a given block size (128, 256, 512 or 1024), one block per row.
     Plan sized = plan;
@@ -489,6 +504,48 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
   return plan;
 }
 
+// The variant triton's kernel: one program (block) per row, `threads` threads, `smem` bytes of
+// dynamic shared memory, and `params` parameters: (y, x, x's row stride, y's row stride, cols),
+// then pointers Triton adds for its own scratch space, passed as null (it asks for none).
+struct TritonKernel {
+  cudaKernel_t kernel = nullptr;
+  int threads = 0;
+  int smem = 0;
+  int params = 0;
+};
+
+// Loads DIR/<dtype>_<cols>.cubin and its .txt ("threads smem params"), as
+// tools/triton_cubins.py writes them; exits if they are missing.
+TritonKernel LoadTriton(const Options& options, const char* dtype, int64_t cols) {
+  const std::string stem = options.triton_dir + "/" + dtype + "_" + std::to_string(cols);
+  std::ifstream meta(stem + ".txt");
+  std::ifstream cubin(stem + ".cubin", std::ios::binary);
+  TritonKernel triton;
+  if (!(meta >> triton.threads >> triton.smem >> triton.params) || !cubin) {
+    std::fprintf(stderr, "no Triton kernel at %s.{cubin,txt}: run tools/triton_cubins.py\n",
+                 stem.c_str());
+    std::exit(2);
+  }
+  const std::vector<char> image((std::istreambuf_iterator<char>(cubin)),
+                                std::istreambuf_iterator<char>());
+  cudaLibrary_t library;
+  LAB_CHECK(cudaLibraryLoadData(&library, image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+  LAB_CHECK(cudaLibraryGetKernel(&triton.kernel, library, "row_softmax"));
+  return triton;
+}
+
+template <typename T>
+void LaunchTriton(const TritonKernel& triton, cudaStream_t stream, int64_t rows, int64_t cols,
+                  const T* x, T* y) {
+  int stride = static_cast<int>(cols), n_cols = static_cast<int>(cols);
+  void* none = nullptr;
+  std::vector<void*> args = {&y, &x, &stride, &stride, &n_cols};
+  while (static_cast<int>(args.size()) < triton.params) { args.push_back(&none); }
+  LAB_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(triton.kernel),
+                             dim3(static_cast<unsigned>(rows)), dim3(triton.threads), args.data(),
+                             triton.smem, stream));
+}
+
 template <typename T>
 void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& info,
               cudaStream_t stream) {
@@ -517,11 +574,20 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
       LAB_CHECK(cudaMemcpyAsync(copy, x, bytes, cudaMemcpyDeviceToDevice, stream));
     });
     for (const std::string& variant : options.variants) {
-      const Plan plan = VariantPlan<T>(options, variant, info, rows, cols);
+      const bool triton_variant = variant == "triton";
+      const Plan plan = VariantPlan<T>(options, triton_variant ? "default" : variant, info, rows,
+                                       cols);
       if (plan.launch == nullptr) { continue; }  // a warp=WxN rung that does not fit the row
+      const TritonKernel triton = triton_variant ? LoadTriton(options, name, cols)
+                                                 : TritonKernel{};
       LAB_CHECK(cudaMemset(y, 0xff, bytes));  // NaN: a row the kernel skipped cannot pass
-      const float ms = MedianMs(stream, flush, options.reps,
-                                [&] { plan.launch(plan, stream, rows, cols, x, y); });
+      const float ms = MedianMs(stream, flush, options.reps, [&] {
+        if (triton_variant) {
+          LaunchTriton(triton, stream, rows, cols, x, y);
+        } else {
+          plan.launch(plan, stream, rows, cols, x, y);
+        }
+      });
       LAB_CHECK(cudaStreamSynchronize(stream));
       LAB_CHECK(cudaGetLastError());
 
@@ -556,7 +622,10 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
       std::printf("%-8s %-11s %-8s %6lld %6lld  %-90s %7.1f %7.1f %6.3f %.2e\n", name,
                   options.algo == Algorithm::kSoftmax ? "softmax" : "log_softmax",
                   variant.c_str(), static_cast<long long>(cols),
-                  static_cast<long long>(rows), ToString(plan).c_str(), copy_gbps, gbps,
+                  static_cast<long long>(rows),
+                  triton_variant ? ("triton: threads=" + std::to_string(triton.threads)).c_str()
+                                 : ToString(plan).c_str(),
+                  copy_gbps, gbps,
                   gbps / copy_gbps, max_error);
       std::fflush(stdout);
     }
@@ -589,6 +658,8 @@ int main(int argc, char** argv) {
       options.reps = std::stoi(value());
     } else if (arg == "--rows") {
       options.rows = std::stoll(value());
+    } else if (arg == "--triton") {
+      options.triton_dir = value();
     } else if (arg == "--cols") {
       while (i + 1 < argc && argv[i + 1][0] != '-') {
         options.cols.push_back(std::stoll(argv[++i]));
@@ -604,6 +675,11 @@ int main(int argc, char** argv) {
   if (options.variants.empty()) { options.variants = {"default"}; }
   const auto& variants = options.variants;
   const bool small_smem = std::find(variants.begin(), variants.end(), "smem=48k") != variants.end();
+  const bool has_triton = std::find(variants.begin(), variants.end(), "triton") != variants.end();
+  if (has_triton && (options.triton_dir.empty() || options.algo != Algorithm::kSoftmax)) {
+    std::fprintf(stderr, "the variant triton needs --triton DIR and --algo softmax\n");
+    return 2;
+  }
   if (small_smem && options.variants.size() > 1) {
     std::fprintf(stderr, "smem=48k changes the whole process's plans: run it alone\n");
     return 2;

@@ -5,10 +5,11 @@
 #                        [--variant default|grid=tiles|grid=persistent|path=block|smem=48k|
 #                                   online=N|block=N|copy=registers|passes=3|pack=2|
 #                                   cache=float|path=registers|registers=BxN|rows=N|
-#                                   held=0|warp=WxN[xB] ...]
-#                        [--reps N]
+#                                   held=0|warp=WxN[xB]|grid=Nx|triton ...]
+#                        [--reps N] [--triton DIR]
 #
-# The variants are described at the top of tools/softmax_lab.cu.
+# The variants are described at the top of tools/softmax_lab.cu. The variant triton runs the
+# cubins tools/triton_cubins.py wrote into --triton DIR.
 #
 # With no --dtype, half, bfloat16 and float run one after another. Environment: ONEFLITE_CUDA_ARCH
 # (default 90), LAB_BUILD (where the binaries go, default build/softmax_lab).
