@@ -52,7 +52,7 @@ def test_overhead_mode_reports_per_call_times(tmp_path: Path) -> None:
 
 def test_gpu_timer_flushes_l2_before_every_timed_call_and_not_inside_it() -> None:
     """The order of what the GPU timer queues, with a stand-in for torch's CUDA events."""
-    from oneflite.bench import Timer
+    from oneflite.bench import Timer, WithOutput
 
     queued: list[str] = []
 
@@ -74,6 +74,20 @@ def test_gpu_timer_flushes_l2_before_every_timed_call_and_not_inside_it() -> Non
                   flush=lambda: queued.append("flush"))
     assert timer(lambda: queued.append("call")) == 1.0
     assert queued == ["call"] * 2 + ["flush", "record", "call", "record"] * 3
+
+    # A peer's output is made before the flush, outside the timed region, and handed to the call.
+    queued.clear()
+    made = iter(range(100))
+
+    def make() -> int:
+        queued.append("make")
+        return next(made)
+
+    call = WithOutput(make, lambda output: queued.append(f"call {output}"))
+    assert timer(call) == 1.0
+    assert queued == ["make", "call 0", "make", "call 1"] + [
+        item for n in (2, 3, 4)
+        for item in ("make", "flush", "record", f"call {n}", "record")]
 
 
 def test_timer_takes_the_calls_in_turns_and_reduces_each_to_its_median(monkeypatch) -> None:
