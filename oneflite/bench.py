@@ -326,10 +326,10 @@ class Bench:
         """Output buffers for the GPU peers, as torch tensors over memory from oneflite's
         allocator: each call takes the block oneflite's own output took (a dropped tensor's block
         is kept for the next tensor of its size), so every provider writes the same addresses.
-        Taken outside the timed region (WithOutput): timed, lending the block to torch (about 9
-        us of GPU time a call, an H200) cost the short rows up to 4x.
         Where a buffer lies in memory moves even a copy's bandwidth by up to 0.9% (an H200, NOTES
-        item 55 of the CUDA backend), more than some margins between the providers."""
+        item 55 of the CUDA backend), more than some margins between the providers. The peers
+        take their buffer outside the timed region (WithOutput): lent inside it, the block cost
+        about 9 us of GPU time a call, up to 4x on the short rows."""
         torch = self.torch
         shape, dtype, device = list(x.shape), x.dtype, x.device
         return lambda: torch.from_dlpack(_C._empty(shape, dtype, device))
