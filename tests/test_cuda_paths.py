@@ -200,6 +200,47 @@ def test_block_registers_rows_of_whole_packs_and_ragged_rows(dtype, cols, shape,
                      err_msg=f"storage offset {offset}: {plans[0]}")
 
 
+@pytest.mark.parametrize(
+    "dtype, cols, kind, tail",
+    [
+        (oneflite.bfloat16, 27648, "softmax", False),  # 3456 packs: block_smem's 256 threads
+        (oneflite.bfloat16, 28672, "softmax", True),
+        (oneflite.float16, 28672, "softmax", True),
+        (oneflite.float16, 29696, "softmax", True),  # 3712 packs, half's last
+        (oneflite.float16, 29704, "softmax", False),
+        (oneflite.bfloat16, 36864, "softmax", True),  # 4608 packs, bfloat16's last
+        (oneflite.bfloat16, 36872, "softmax", False),
+        (oneflite.bfloat16, 28672, "log_softmax", False),
+        (oneflite.float16, 28672, "log_softmax", False),
+    ],
+    ids=lambda v: getattr(v, "name", v),
+)
+def test_16bit_softmax_rows_past_block_smems_256_threads_take_a_cached_tail(dtype, cols, kind,
+                                                                             tail):
+    # 16-bit softmax rows that block_smem would give 512 threads take 256 threads of 2 register
+    # packs and the rest of the row in shared memory, up to 29696 columns (bfloat16: 36864);
+    # log_softmax rows stay on block_smem. Aligned and one element off a 16-byte boundary (a
+    # pack more), all match the reference.
+    op, ref = OPS[kind]
+    rows = 3
+    values = _values(rows, cols, seed=cols)
+    flat = make_tensor(np.concatenate([[7.0], values.ravel()]), dtype, DEVICE)
+    for offset in (0, 1):
+        x = flat._as_strided([rows, cols], [cols, 1], offset)
+        with oneflite.trace() as t:
+            y = op(x, -1)
+        plans = _plan(t)
+        assert len(plans) == 1, plans
+        if offset == 0:  # the trace describes the plan for aligned rows
+            if tail:
+                assert "block_registers: pack=8 cols_per_thread=16 block=256 " in plans[0]
+                assert "tail_cols=" in plans[0], plans
+            else:
+                assert "block_smem: " in plans[0], plans
+        assert_close(to_float64(y), ref(to_float64(x), 1), dtype, log=kind == "log_softmax",
+                     err_msg=f"storage offset {offset}: {plans[0]}")
+
+
 def _ordered_16bit(values: np.ndarray, dtype: oneflite.dtype) -> np.ndarray:
     """float64 values rounded to a 16-bit dtype, as integers that count ulps: neighbours in the
     dtype differ by 1 (and +0 and -0 are both 0)."""

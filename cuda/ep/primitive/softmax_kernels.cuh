@@ -2057,6 +2057,12 @@ bool PlanRegistersTail(const CudaDeviceInfo& info, int64_t rows, int64_t cols, b
 //    20000; behind at 8500 (0.938 -> 0.885) and 6000 (0.995 -> 0.803), where a thread has too
 //    few packs in flight, and for rows off a boundary up to about 11000 columns (10241 0.916 ->
 //    0.834, 11001 0.923 -> 0.896).
+//  * 16-bit softmax rows that block_smem gives 512 threads (3457 packs, 27657 columns, and up):
+//    256 threads of 2 register packs again, up to 3712 packs (29696 columns), and for bfloat16
+//    up to 4608 (36864). bfloat16 28672 0.858 -> 0.923, 29696 0.892 -> 0.948, 30720-36864
+//    0.881-0.905 -> 0.915-0.929 (+1.5-4.6%); half 28672 0.891 -> 0.924, 29696 0.922 -> 0.945,
+//    and from 32768 behind (0.936 -> 0.923). log_softmax, which needs no second exp, kept
+//    block_smem: behind from 30720 (-0.2 to -3.4%), +0.2-2.7% at 28672-29696 (NOTES item 58).
 //  * 16-bit rows that block_smem could give only one block an SM (PlanTwoPerSm's), while two
 //    blocks of 512 threads of 2 register packs fit: bfloat16 65536 0.894 -> 0.922 / 0.913 ->
 //    0.932, half 0.916 -> 0.929, 60000 +1%. Past that (65535 columns, one block an SM) 0.865 ->
@@ -2077,6 +2083,13 @@ bool PlanCachedTail(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool
     if constexpr (kIs16Bit<T>) {
       const bool rows_aligned = WholePackRows<T>(cols, x_aligned);
       if (window > (rows_aligned ? 10 : 12) * 128 && window <= 16 * 128) {
+        return PlanRegistersTail<T, kAlgorithm>(info, rows, cols, x_aligned, 256, 2, plan);
+      }
+      // softmax rows that block_smem would give 512 threads of 7-9 packs (from 3457 packs):
+      // 256 x 2 up to 29 x 128 packs, and bfloat16's up to 36 x 128.
+      constexpr int64_t kLastSoftmaxTail =
+          (std::is_same_v<T, __nv_bfloat16> ? 36 : 29) * int64_t{128};
+      if (kAlgorithm == Algorithm::kSoftmax && window > 27 * 128 && window <= kLastSoftmaxTail) {
         return PlanRegistersTail<T, kAlgorithm>(info, rows, cols, x_aligned, 256, 2, plan);
       }
       // 512 x 2 only while two of its blocks fit on an SM.
