@@ -50,6 +50,9 @@
 //   tile=WxN[xT[xM]]  warp_tile with W lanes a row, N words a lane and T tiles a warp (default
 //               1), compiled for M blocks an SM (__launch_bounds__; 1 no bound; default the
 //               planner's TileMinBlocks); one of ForEachLabTileShape's below
+//   occ=N       block_registers on 512 threads of 2, 4 or 8 packs (no tail) held to N blocks an
+//               SM by shared memory (HoldBlocksPerSmSmem), as the planner holds float 512 x 4
+//   hold=off    that hold undone: the blocks registers allow (float 512 x 4, many rows)
 //   triton      not a plan: the benchmark's Triton kernel (python -m oneflite.bench's peer), from
 //               the cubin tools/triton_cubins.py compiled for this dtype and row length into
 //               --triton DIR, run on the same x and y as the plans (softmax only). The same
@@ -269,9 +272,38 @@ void ForEachLabTileShape(Fn&& fn) {
 // A rung variant (warp=, tile=) the lab has no rung for, or whose rung cannot take the row:
 // said on stderr, and the plan left unlaunchable, so RunDtype skips it.
 void SkipVariant(const std::string& variant, int64_t cols, Plan& plan) {
-  std::fprintf(stderr, "softmax_lab: %s: no such lab rung, or it does not take %lld columns\n",
+  std::fprintf(stderr, "softmax_lab: %s: no such lab rung, or it does not apply to %lld columns\n",
                variant.c_str(), static_cast<long long>(cols));
   plan.launch = nullptr;
+}
+
+// The block_registers kernel (no cached tail) a plan of 512 threads of 2, 4 or 8 packs launches,
+// for the variants occ=N and hold=off; nullptr for any other plan.
+template <typename T>
+const void* RegistersKernel(const Options& options, const Plan& plan) {
+  constexpr int P = PackSize<T>::value;
+  if (plan.path != Path::kBlockRegisters || plan.cached_packs != 0 || plan.block != 512) {
+    return nullptr;
+  }
+  const void* found = nullptr;
+  auto try_packs = [&](auto packs_tag, auto algo_tag) {
+    constexpr int kPacks = decltype(packs_tag)::value;
+    constexpr Algorithm kAlgorithm = decltype(algo_tag)::value;
+    if (kPacks * P != plan.cols_per_thread || kAlgorithm != options.algo) { return; }
+    found = plan.ragged
+                ? reinterpret_cast<const void*>(
+                      BlockRegisterSoftmaxKernel<T, kAlgorithm, 512, kPacks, false, true>)
+                : reinterpret_cast<const void*>(
+                      BlockRegisterSoftmaxKernel<T, kAlgorithm, 512, kPacks, false, false>);
+  };
+  auto try_algo = [&](auto algo_tag) {
+    try_packs(std::integral_constant<int, 2>{}, algo_tag);
+    try_packs(std::integral_constant<int, 4>{}, algo_tag);
+    try_packs(std::integral_constant<int, 8>{}, algo_tag);
+  };
+  try_algo(std::integral_constant<Algorithm, Algorithm::kSoftmax>{});
+  try_algo(std::integral_constant<Algorithm, Algorithm::kLogSoftmax>{});
+  return found;
 }
 
 // The planner's choice, with the variant's one decision undone.
@@ -480,6 +512,22 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
             : PlanBlockRegisters<T, Algorithm::kLogSoftmax>(
                   info, rows, cols, true, plan.block, plan.cols_per_thread / P, regs, kernel);
     if (ok) { plan = regs; }
+  } else if (variant.rfind("occ=", 0) == 0 || variant == "hold=off") {
+    // block_registers on 512 threads held to N blocks an SM by shared memory, as the planner
+    // holds float 512 x 4 (HoldFloat512x4), or that hold undone.
+    const void* kernel = RegistersKernel<T>(options, plan);
+    const size_t smem =
+        kernel == nullptr || variant == "hold=off"
+            ? 0
+            : HoldBlocksPerSmSmem(kernel, info, plan.block, std::stoi(variant.substr(4)));
+    if (kernel == nullptr || (variant != "hold=off" && smem == 0) ||
+        (variant == "hold=off" && plan.held_per_sm == 0)) {
+      SkipVariant(variant, cols, plan);
+    } else {
+      plan.smem = smem;
+      plan.held_per_sm = smem > 0 ? std::stoi(variant.substr(4)) : 0;
+      plan.active_per_sm = MaxActiveBlocksPerSm(kernel, info, plan.block, smem);
+    }
   } else if (variant.rfind("online=", 0) == 0 && plan.path != Path::kWarp) {
     // block_online with N blocks per SM, each caching 1/N of the SM's shared memory.
     const int n = std::stoi(variant.substr(7));

@@ -1453,6 +1453,19 @@ int MaxActiveBlocksPerSm(const void* kernel, const CudaDeviceInfo& info, int blo
 // raises the kernel's dynamic limit to that (the default stops at 48 KiB), so the occupancy
 // answers and the launches that follow may use all of it.
 size_t MaxDynamicSmem(const void* kernel, const CudaDeviceInfo& info);
+// The dynamic shared memory that holds `kernel` to `blocks` blocks of `block_size` threads an
+// SM where more would fit, without taking L1 from it: the first call for a (kernel, device)
+// prefers a carve-out of kHoldCarveoutBytes for the kernel (the driver otherwise sizes shared
+// memory for the most blocks) and the blocks are given enough dynamic shared memory that
+// `blocks` fit in it and one more does not. 0 where the occupancy calculator does not then
+// answer `blocks` (the preference set back). Launches of the kernel with less shared memory
+// keep the smaller carve-out: the blocks they have fit in it.
+size_t HoldBlocksPerSmSmem(const void* kernel, const CudaDeviceInfo& info, int block_size,
+                           int blocks);
+// The carve-out HoldBlocksPerSmSmem prefers: one every architecture since sm_80 offers, small
+// enough that L1 keeps nearly all of the SM's 256 KiB (a shared-memory limit of 3 blocks a
+// 228 KiB carve-out would take, and L1 with it, measured 1.4% slower).
+constexpr int kHoldCarveoutBytes = 16 * 1024;
 // The facts launches are planned from, for the current device: what Describe plans with,
 // where Launch has its stream's copy.
 const CudaDeviceInfo& CurrentDeviceInfo();
@@ -1486,6 +1499,9 @@ struct Plan {
   bool persistent = false;
   int grid = 0;
   Stagger stagger;  // block paths (see StaggerStart)
+  // block_registers: blocks an SM held below what registers allow, by `smem` of shared memory
+  // the kernel does not use (HoldBlocksPerSmSmem); 0 when not held.
+  int held_per_sm = 0;
   LaunchFn launch = nullptr;
 };
 
@@ -1868,6 +1884,32 @@ constexpr bool PlansWholeRowsKernel(int block, int packs, int64_t window) {
   return HasWholeRowsKernel<T>(block, packs) && (block != 128 || last_pack_empty);
 }
 
+// float block_registers on 512 threads of 4 packs (rows of 1537-2048 packs, 6145-8192 columns)
+// runs 3 blocks an SM rather than the 4 its 32-34 registers allow, held there by shared memory
+// (HoldBlocksPerSmSmem), once the launch has kHoldMinWaves waves of them. Measured on an H200
+// (tools/softmax_lab.cu, hold=off and occ=3 against the plan; fractions of copy, softmax /
+// log_softmax): 6144 columns 0.968 -> 0.978 / 0.968-0.970 -> 0.980-0.983, 6200 0.976 ->
+// 0.988-0.991 / 0.975-0.977 -> 0.990-0.991, 7000 0.975-0.978 -> 0.982-0.985, 8192 0.979-0.980 ->
+// 0.983 / 0.979-0.980 -> 0.983-0.984 (level with the benchmark's Triton kernel, whose 38
+// registers give it 3 blocks an SM too), rows off a 16-byte boundary (7001) level / +0.8%. Short
+// launches gain nothing or lose (8192 columns: 4096 rows, 10 waves of 3 blocks an SM, -0.2 to
+// -1.1%; 6336 rows -0.2 to -0.4%; 8192 rows level; 12288 rows, 31 waves, +0.2-0.4%). Shapes of
+// 2 packs a thread lost heavily at 3 blocks an SM (float 512 x 2 at 4096 columns 0.995 -> 0.926,
+// 16-bit 512 x 2 at 8192 0.975 -> 0.908): too few loads in flight (NOTES item 59).
+constexpr int kFloatHeldPerSm = 3;
+constexpr int64_t kHoldMinWaves = 24;
+inline void HoldFloat512x4(const void* kernel, const CudaDeviceInfo& info, int64_t rows,
+                           int& active, Plan& plan) {
+  if (active <= kFloatHeldPerSm || rows < kHoldMinWaves * kFloatHeldPerSm * info.sm_count) {
+    return;
+  }
+  if (const size_t smem = HoldBlocksPerSmSmem(kernel, info, 512, kFloatHeldPerSm); smem > 0) {
+    plan.smem = smem;
+    plan.held_per_sm = kFloatHeldPerSm;
+    active = kFloatHeldPerSm;
+  }
+}
+
 // Fills `plan` for block_registers with `block` threads of `packs` packs each, or (block = 0)
 // with the first of the shapes below that holds the row, if the row fills at least three
 // quarters of it (seven eighths of 1024 x 8, and of the 16-bit shapes). False when the shape
@@ -1967,8 +2009,12 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
       plan.block = kBlock;
       plan.cols_per_thread = kPacks * P;
       plan.smem = 0;
-      SetGrid(plan, rows, info, MaxActiveBlocksPerSm(kernel, info, kBlock, 0),
-              /*persistent=*/false);
+      plan.held_per_sm = 0;
+      int active = MaxActiveBlocksPerSm(kernel, info, kBlock, 0);
+      if constexpr (std::is_same_v<T, float> && kBlock == 512 && kPacks == 4) {
+        HoldFloat512x4(kernel, info, rows, active, plan);
+      }
+      SetGrid(plan, rows, info, active, /*persistent=*/false);
     }
   };
   // The shapes above, and others for the lab's comparison.
@@ -2023,6 +2069,7 @@ bool PlanRegistersTail(const CudaDeviceInfo& info, int64_t rows, int64_t cols, b
       plan.ragged = true;
       plan.cached_packs = static_cast<int>(slots * kBlock);
       plan.smem = smem;
+      plan.held_per_sm = 0;
       plan.launch = &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks, true>;
       SetGrid(plan, rows, info, MaxActiveBlocksPerSm(kernel, info, kBlock, smem),
               /*persistent=*/false);

@@ -28,6 +28,43 @@ size_t MaxDynamicSmem(const void* kernel, const CudaDeviceInfo& info) {
   return limit;
 }
 
+size_t HoldBlocksPerSmSmem(const void* kernel, const CudaDeviceInfo& info, int block_size,
+                           int blocks) {
+  static std::mutex mutex;
+  static std::map<std::tuple<const void*, int, int, int>, size_t> answers;
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto key = std::make_tuple(kernel, info.index, block_size, blocks);
+  if (auto it = answers.find(key); it != answers.end()) { return it->second; }
+  cudaFuncAttributes attributes;
+  ONEFLITE_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+  // A block's shared memory: `blocks` fit in the carve-out with the 1 KiB the driver reserves
+  // for each block (sm_80 on), and one more would not fit even without it. In steps of 128
+  // bytes, the unit shared memory is allocated in.
+  constexpr int kReservedPerBlock = 1024;
+  const int per_block = (kHoldCarveoutBytes / blocks - kReservedPerBlock) / 128 * 128;
+  const int dynamic = per_block - static_cast<int>(attributes.sharedSizeBytes);
+  size_t answer = 0;
+  if (dynamic > 0 && (blocks + 1) * per_block > kHoldCarveoutBytes) {
+    // The preference is a percentage of the SM's shared memory, which the driver rounds up to a
+    // carve-out it has: rounded down here, so that it lands on kHoldCarveoutBytes.
+    const int percent = static_cast<int>(int64_t{kHoldCarveoutBytes} * 100 /
+                                         info.max_shared_memory_per_sm);
+    ONEFLITE_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, percent));
+    int active = 0;
+    ONEFLITE_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&active, kernel, block_size, dynamic));
+    if (active == blocks) {
+      answer = static_cast<size_t>(dynamic);
+    } else {
+      ONEFLITE_CUDA_CHECK(cudaFuncSetAttribute(
+          kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutDefault));
+    }
+  }
+  answers.emplace(key, answer);
+  return answer;
+}
+
 int MaxActiveBlocksPerSm(const void* kernel, const CudaDeviceInfo& info, int block_size,
                          size_t dynamic_smem) {
   static std::mutex mutex;
@@ -89,7 +126,9 @@ std::string ToString(const Plan& plan) {
     case Path::kBlockRegisters:
       out << "block_registers: pack=" << plan.pack << " cols_per_thread=" << plan.cols_per_thread
           << " block=" << plan.block;
-      if (plan.smem > 0) {
+      if (plan.held_per_sm > 0) {
+        out << " smem=" << plan.smem << " held_per_sm=" << plan.held_per_sm;
+      } else if (plan.smem > 0) {
         out << " smem=" << plan.smem
             << " tail_cols=" << static_cast<int64_t>(plan.cached_packs) * plan.pack;
       }
