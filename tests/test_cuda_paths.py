@@ -165,23 +165,25 @@ def test_float_rows_of_4096_take_512_threads_once_there_are_16_waves(cols, kind)
 
 
 @pytest.mark.parametrize("kind", list(OPS))
-@pytest.mark.parametrize("cols", [6200, 7001, 8192])
-def test_float_rows_of_8192_run_3_blocks_an_sm_once_there_are_24_waves(cols, kind):
+@pytest.mark.parametrize(("cols", "held"), [(6200, True), (8192, True), (7001, None)])
+def test_float_rows_of_8192_run_3_blocks_an_sm_once_there_are_24_waves(cols, held, kind):
     # float rows on block_registers' 512 threads of 4 packs (6145-8192 columns) are held to 3
     # blocks an SM by shared memory they do not use, when there are rows for 24 waves of 3
-    # blocks or more (HoldFloat512x4); fewer rows keep the 4 blocks registers allow. Rows with
-    # -inf entries, one of -inf only (NaN) and a dominant value among them, aligned (8192, 6200)
-    # and not (7001).
+    # blocks or more and registers would allow 4 (HoldFloat512x4); fewer rows are never held.
+    # Rows off a 16-byte boundary (7001) run the ragged kernel, whose registers may hold it to 3
+    # blocks already (34 for softmax with nvcc 12-13): held or not, the results must match. Rows
+    # with -inf entries, one of -inf only (NaN) and a dominant value among them.
     op, ref = OPS[kind]
     waves = 24 * 3 * _sm_count()
     block = _values(64, cols, seed=cols)
-    for rows, held in ((waves, True), (waves // 2, False)):
+    for rows, held in ((waves, held), (waves // 2, False)):
         x = make_tensor(np.tile(block, (rows // 64 + 1, 1))[:rows], oneflite.float32, DEVICE)
         with oneflite.trace() as t:
             y = op(x, -1)
         plans = _plan(t)
         assert len(plans) == 1 and "cols_per_thread=16 block=512 " in plans[0], plans
-        assert ("held_per_sm=3" in plans[0]) == held, plans[0]
+        if held is not None:
+            assert ("held_per_sm=3" in plans[0]) == held, plans[0]
         for first, last in ((0, 64), (rows // 2, rows // 2 + 3), (rows - 3, rows)):
             assert_close(to_float64(y[first:last]), ref(to_float64(x[first:last]), 1),
                          oneflite.float32, log=kind == "log_softmax",
