@@ -197,6 +197,8 @@ def test_float_rows_of_8192_run_3_blocks_an_sm_once_there_are_24_waves(cols, hel
         (oneflite.float32, 1536, "cols_per_thread=16 block=128", True),
         (oneflite.float32, 2048, "cols_per_thread=16 block=128", False),
         (oneflite.float32, 8192, "cols_per_thread=16 block=512", True),
+        (oneflite.float32, 16384, "cols_per_thread=32 block=512", True),  # no store fallback
+        (oneflite.float32, 12345, "cols_per_thread=32 block=512", False),
         (oneflite.float32, 32768, "cols_per_thread=32 block=1024", True),
         (oneflite.float32, 1024, "cols_per_thread=8 block=128", False),
         (oneflite.float16, 4096, "cols_per_thread=16 block=256", True),

@@ -290,11 +290,12 @@ const void* RegistersKernel(const Options& options, const Plan& plan) {
     constexpr int kPacks = decltype(packs_tag)::value;
     constexpr Algorithm kAlgorithm = decltype(algo_tag)::value;
     if (kPacks * P != plan.cols_per_thread || kAlgorithm != options.algo) { return; }
-    found = plan.ragged
-                ? reinterpret_cast<const void*>(
-                      BlockRegisterSoftmaxKernel<T, kAlgorithm, 512, kPacks, false, true>)
-                : reinterpret_cast<const void*>(
-                      BlockRegisterSoftmaxKernel<T, kAlgorithm, 512, kPacks, false, false>);
+    constexpr bool kFallback = kWholeRowsStoreFallback<T>(512, kPacks);
+    found = plan.ragged ? reinterpret_cast<const void*>(
+                              BlockRegisterSoftmaxKernel<T, kAlgorithm, 512, kPacks, false, true>)
+                        : reinterpret_cast<const void*>(
+                              BlockRegisterSoftmaxKernel<T, kAlgorithm, 512, kPacks, false,
+                                                         false, kFallback>);
   };
   auto try_algo = [&](auto algo_tag) {
     try_packs(std::integral_constant<int, 2>{}, algo_tag);
@@ -527,6 +528,11 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
       plan.smem = smem;
       plan.held_per_sm = smem > 0 ? std::stoi(variant.substr(4)) : 0;
       plan.active_per_sm = MaxActiveBlocksPerSm(kernel, info, plan.block, smem);
+      cudaFuncAttributes attributes{};
+      LAB_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+      std::fprintf(stderr, "softmax_lab: %s at %lld columns: %d registers, %d blocks an SM\n",
+                   variant.c_str(), static_cast<long long>(cols), attributes.numRegs,
+                   plan.active_per_sm);
     }
   } else if (variant.rfind("online=", 0) == 0 && plan.path != Path::kWarp) {
     // block_online with N blocks per SM, each caching 1/N of the SM's shared memory.

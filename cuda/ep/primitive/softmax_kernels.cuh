@@ -1093,12 +1093,18 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
 // the warp path's kRagged = false rungs, and y's are vector stores whenever y is aligned as x
 // is. PlansWholeRowsKernel says for which shapes the planner takes it. The cached tail needs
 // kRagged.
+//
+// kStoreFallback = false (whole rows only): y is aligned as x, so every store is a vector store
+// and the kernel carries no element-by-element fallback (LaunchBlockRegisters sends a y that is
+// not to the ragged kernel instead). Fewer registers and instructions: kept where it measured
+// ahead (kWholeRowsStoreFallback).
 template <typename T, Algorithm kAlgorithm, int kBlock, int kPacks, bool kCachedTail = false,
-          bool kRagged = true>
+          bool kRagged = true, bool kStoreFallback = true>
 __global__ void __launch_bounds__(kBlock)
     BlockRegisterSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows,
                                int cols, bool y_vector_ok, int tail_slots, Stagger stagger) {
   static_assert(kRagged || !kCachedTail, "the cached tail's copies handle ragged rows only");
+  static_assert(kStoreFallback || !kRagged, "ragged rows have edges to store element-wise");
   using C = ComputeType<T>;
   constexpr int P = PackSize<T>::value;
   __shared__ C posts[2][kBlock / kWarpSize];  // BlockAllReduce's, for the max and the sum
@@ -1214,9 +1220,9 @@ __global__ void __launch_bounds__(kBlock)
       C out[P];
 #pragma unroll
       for (int j = 0; j < P; ++j) { out[j] = output(v[n * P + j]); }
-      if (y_vector_ok && (!kRagged || (c0 >= 0 && c0 + P <= cols))) {
+      if (!kStoreFallback || (y_vector_ok && (!kRagged || (c0 >= 0 && c0 + P <= cols)))) {
         *reinterpret_cast<Pack<T>*>(y_row + c0) = MakePack<T>(out);
-      } else {
+      } else if constexpr (kStoreFallback) {
 #pragma unroll
         for (int j = 0; j < P; ++j) {
           if (c0 + j >= 0 && c0 + j < cols) { y_row[c0 + j] = FromCompute<T>(out[j]); }
@@ -1546,10 +1552,16 @@ void LaunchBlock(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t co
 }
 
 template <typename T, Algorithm kAlgorithm, int kBlock, int kPacks, bool kCachedTail = false,
-          bool kRagged = true>
+          bool kRagged = true, bool kStoreFallback = true>
 void LaunchBlockRegisters(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols,
                           const void* x, void* y) {
-  BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, kCachedTail, kRagged>
+  if constexpr (!kStoreFallback) {
+    if (!SameAlignment(x, y)) {  // y's packs would straddle 16-byte boundaries
+      LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks>(plan, stream, rows, cols, x, y);
+      return;
+    }
+  }
+  BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, kCachedTail, kRagged, kStoreFallback>
       <<<plan.grid, kBlock, plan.smem, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
                                                  rows, static_cast<int>(cols), SameAlignment(x, y),
                                                  plan.cached_packs / kBlock, plan.stagger);
@@ -1865,9 +1877,10 @@ enum class RowsKernel { kPlanned, kRagged, kWhole };
 // the ragged kernel (NOTES item 53, H200, fractions of copy, three builds): float 512 x 4 (8192
 // columns, +0.2-0.6%), 1024 x 8 (32768, +0.3-0.7%) and 128 x 4 for rows that leave every
 // thread's fourth pack empty (1536 columns, +0.5-0.75%; full rows, 2048 columns, -0.6%), and the
-// 16-bit types' 256 x 2 (4096, +0.5-0.8%). Elsewhere it measured level or behind (float 512 x 2
-// at 4096 columns: -0.6%), with its registers and schedule the compiler's choice; the ragged
-// kernel runs those rows, as it does every row that is not whole packs.
+// 16-bit types' 256 x 2 (4096, +0.5-0.8%), and float 512 x 8 without its store fallback
+// (16384, kWholeRowsStoreFallback). Elsewhere it measured level or behind (float 512 x 2 at 4096
+// columns: -0.6%), with its registers and schedule the compiler's choice; the ragged kernel runs
+// those rows, as it does every row that is not whole packs.
 template <typename T>
 constexpr bool HasWholeRowsKernel(int block, int packs) {
   if constexpr (kIs16Bit<T>) {
@@ -1875,8 +1888,17 @@ constexpr bool HasWholeRowsKernel(int block, int packs) {
   } else {
     return std::is_same_v<T, float> && ((block == 128 && packs == 4) ||
                                         (block == 512 && packs == 4) ||
+                                        (block == 512 && packs == 8) ||
                                         (block == 1024 && packs == 8));
   }
+}
+// Whether that whole-rows kernel keeps its element-by-element store fallback (for a y aligned
+// otherwise than x), or leaves such a y to the ragged kernel (kStoreFallback = false). Without
+// it, float 512 x 8 at 16384 columns measured +0.5-0.6% (NOTES items 57 and 60), where with it
+// the whole-rows kernel was level with the ragged one; 128 x 4 at 1536 lost 0.6% without it.
+template <typename T>
+constexpr bool kWholeRowsStoreFallback(int block, int packs) {
+  return !(std::is_same_v<T, float> && block == 512 && packs == 8);
 }
 template <typename T>
 constexpr bool PlansWholeRowsKernel(int block, int packs, int64_t window) {
@@ -1887,9 +1909,9 @@ constexpr bool PlansWholeRowsKernel(int block, int packs, int64_t window) {
 // float block_registers on 512 threads of 4 packs (rows of 1537-2048 packs, 6145-8192 columns)
 // runs 3 blocks an SM rather than the 4 its 32 registers allow, held there by shared memory
 // (HoldBlocksPerSmSmem), once the launch has kHoldMinWaves waves of them. (The ragged softmax
-// kernel's 34 registers hold it to 3 already: 1280 a warp once rounded to the allocation unit.) Measured on an H200
-// (tools/softmax_lab.cu, hold=off and occ=3 against the plan; fractions of copy, softmax /
-// log_softmax): 6144 columns 0.968 -> 0.978 / 0.968-0.970 -> 0.980-0.983, 6200 0.976 ->
+// kernel's 34 registers hold it to 3 already: 1280 a warp once rounded to the allocation
+// unit.) Measured on an H200 (tools/softmax_lab.cu, hold=off and occ=3 against the plan;
+// fractions of copy, softmax / log_softmax): 6144 columns 0.968 -> 0.978 / 0.968-0.970 -> 0.980-0.983, 6200 0.976 ->
 // 0.988-0.991 / 0.975-0.977 -> 0.990-0.991, 7000 0.975-0.978 -> 0.982-0.985, 8192 0.979-0.980 ->
 // 0.983 / 0.979-0.980 -> 0.983-0.984 (level with the benchmark's Triton kernel, whose 38
 // registers give it 3 blocks an SM too), log_softmax rows off a 16-byte boundary (7001) +0.8%
@@ -2000,9 +2022,11 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
         const bool planned = PlansWholeRowsKernel<T>(kBlock, kPacks, window);
         if (whole_rows && (rows_kernel == RowsKernel::kWhole ||
                            (rows_kernel == RowsKernel::kPlanned && planned))) {
+          constexpr bool kFallback = kWholeRowsStoreFallback<T>(kBlock, kPacks);
           kernel = reinterpret_cast<const void*>(
-              &BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, false, false>);
-          plan.launch = &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks, false, false>;
+              &BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, false, false, kFallback>);
+          plan.launch =
+              &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks, false, false, kFallback>;
           plan.ragged = false;
         }
       }
