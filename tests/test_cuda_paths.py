@@ -164,6 +164,24 @@ def test_float_rows_of_4096_take_512_threads_once_there_are_16_waves(cols, kind)
                          log=kind == "log_softmax", err_msg=plans[0])
 
 
+def _aligned_and_off_a_boundary(kind: str, dtype: oneflite.dtype, rows: int, cols: int):
+    """Runs `kind` over rows of `cols` that start on a 16-byte boundary (storage offset 0) and
+    one element past one (offset 1), checks each result against the reference, and yields
+    (offset, the launch's plan) for the caller's checks of the plan."""
+    op, ref = OPS[kind]
+    values = _values(rows, cols, seed=cols)
+    flat = make_tensor(np.concatenate([[7.0], values.ravel()]), dtype, DEVICE)
+    for offset in (0, 1):
+        x = flat._as_strided([rows, cols], [cols, 1], offset)
+        with oneflite.trace() as t:
+            y = op(x, -1)
+        plans = _plan(t)
+        assert len(plans) == 1, plans
+        assert_close(to_float64(y), ref(to_float64(x), 1), dtype, log=kind == "log_softmax",
+                     err_msg=f"storage offset {offset}: {plans[0]}")
+        yield offset, plans[0]
+
+
 @pytest.mark.parametrize("kind", list(OPS))
 @pytest.mark.parametrize(("cols", "held"), [(6200, True), (8192, True), (7001, None)])
 def test_float_rows_of_8192_run_3_blocks_an_sm_once_there_are_24_waves(cols, held, kind):
@@ -213,19 +231,9 @@ def test_block_registers_rows_of_whole_packs_and_ragged_rows(dtype, cols, shape,
     # it has), and the same rows one element off a 16-byte boundary (a contiguous view at
     # storage offset 1) take the ragged kernel (a vector load there would fault); all give the
     # reference's results.
-    op, ref = OPS[kind]
-    rows = 5
-    values = _values(rows, cols, seed=cols)
-    flat = make_tensor(np.concatenate([[7.0], values.ravel()]), dtype, DEVICE)
-    for offset in (0, 1):
-        x = flat._as_strided([rows, cols], [cols, 1], offset)
-        with oneflite.trace() as t:
-            y = op(x, -1)
-        plans = _plan(t)
-        assert len(plans) == 1 and "block_registers: pack=" in plans[0], plans
-        assert shape in plans[0] and (" ragged" in plans[0]) != whole, plans
-        assert_close(to_float64(y), ref(to_float64(x), 1), dtype, log=kind == "log_softmax",
-                     err_msg=f"storage offset {offset}: {plans[0]}")
+    for _, plan in _aligned_and_off_a_boundary(kind, dtype, 5, cols):
+        assert "block_registers: pack=" in plan, plan
+        assert shape in plan and (" ragged" in plan) != whole, plan
 
 
 @pytest.mark.parametrize(
@@ -249,24 +257,13 @@ def test_16bit_softmax_rows_past_block_smems_256_threads_take_a_cached_tail(dtyp
     # packs and the rest of the row in shared memory, up to 29696 columns (bfloat16: 36864);
     # log_softmax rows stay on block_smem. Aligned and one element off a 16-byte boundary (a
     # pack more), all match the reference.
-    op, ref = OPS[kind]
-    rows = 3
-    values = _values(rows, cols, seed=cols)
-    flat = make_tensor(np.concatenate([[7.0], values.ravel()]), dtype, DEVICE)
-    for offset in (0, 1):
-        x = flat._as_strided([rows, cols], [cols, 1], offset)
-        with oneflite.trace() as t:
-            y = op(x, -1)
-        plans = _plan(t)
-        assert len(plans) == 1, plans
+    for offset, plan in _aligned_and_off_a_boundary(kind, dtype, 3, cols):
         if offset == 0:  # the trace describes the plan for aligned rows
             if tail:
-                assert "block_registers: pack=8 cols_per_thread=16 block=256 " in plans[0]
-                assert "tail_cols=" in plans[0], plans
+                assert "block_registers: pack=8 cols_per_thread=16 block=256 " in plan, plan
+                assert "tail_cols=" in plan, plan
             else:
-                assert "block_smem: " in plans[0], plans
-        assert_close(to_float64(y), ref(to_float64(x), 1), dtype, log=kind == "log_softmax",
-                     err_msg=f"storage offset {offset}: {plans[0]}")
+                assert "block_smem: " in plan, plan
 
 
 def _ordered_16bit(values: np.ndarray, dtype: oneflite.dtype) -> np.ndarray:

@@ -1915,12 +1915,12 @@ constexpr bool PlansWholeRowsKernel(int block, int packs, int64_t window) {
 // 0.980-0.983, 6200 0.976 -> 0.988-0.991 / 0.975-0.977 -> 0.990-0.991, 7000 0.975-0.978 ->
 // 0.982-0.985, 8192 0.979-0.980 -> 0.983 / 0.979-0.980 -> 0.983-0.984 (level with the
 // benchmark's Triton kernel, whose 38 registers give it 3 blocks an SM too), log_softmax rows
-// off a 16-byte boundary (7001) +0.8%
-// (softmax's, at 3 blocks by registers, level with it held by shared memory as well). Short
-// launches gain nothing or lose (8192 columns: 4096 rows, 10 waves of 3 blocks an SM, -0.2 to
-// -1.1%; 6336 rows -0.2 to -0.4%; 8192 rows level; 12288 rows, 31 waves, +0.2-0.4%). Shapes of
-// 2 packs a thread lost heavily at 3 blocks an SM (float 512 x 2 at 4096 columns 0.995 -> 0.926,
-// 16-bit 512 x 2 at 8192 0.975 -> 0.908): too few loads in flight (NOTES item 59).
+// off a 16-byte boundary (7001) +0.8% (softmax's, at 3 blocks by registers, level with it held
+// by shared memory as well). Short launches gain nothing or lose (8192 columns: 4096 rows, 10
+// waves of 3 blocks an SM, -0.2 to -1.1%; 6336 rows -0.2 to -0.4%; 8192 rows level; 12288 rows,
+// 31 waves, +0.2-0.4%). Shapes of 2 packs a thread lost heavily at 3 blocks an SM (float 512 x
+// 2 at 4096 columns 0.995 -> 0.926, 16-bit 512 x 2 at 8192 0.975 -> 0.908): too few loads in
+// flight (NOTES item 59).
 constexpr int kFloatHeldPerSm = 3;
 constexpr int64_t kHoldMinWaves = 24;
 inline void HoldFloat512x4(const void* kernel, const CudaDeviceInfo& info, int64_t rows,
