@@ -209,6 +209,39 @@ def test_float_rows_of_8192_run_3_blocks_an_sm_once_there_are_24_waves(cols, hel
 
 
 @pytest.mark.parametrize("kind", list(OPS))
+@pytest.mark.parametrize(("cols", "held"), [(2048, True), (1885, True), (1884, False)])
+def test_float_rows_of_2048_run_fewer_blocks_an_sm_once_there_are_24_waves(cols, held, kind):
+    # float rows on block_registers' 128 threads of 4 packs that fill 472 of its 512 packs or
+    # more (1885-2048 columns, the ragged kernel) run on the kernel's copy that prefers the
+    # smallest carve-out, which holds it to fewer blocks an SM (7 on an H100 or H200) than its
+    # registers allow, when there are rows for 24 waves of those (HoldFloat128x4); fewer rows,
+    # and rows that fill less (1884 columns: 471 packs), are not held. Sampled rows, among them
+    # rows with -inf entries, one of -inf only (NaN) and a dominant value, match the reference.
+    op, ref = OPS[kind]
+    block = _values(64, cols, seed=cols)
+
+    def run(rows: int) -> str:
+        x = make_tensor(np.tile(block, (rows // 64 + 1, 1))[:rows], oneflite.float32, DEVICE)
+        with oneflite.trace() as t:
+            y = op(x, -1)
+        plans = _plan(t)
+        assert len(plans) == 1 and "cols_per_thread=16 block=128 " in plans[0], plans
+        for first, last in ((0, 64), (rows // 2, rows // 2 + 3), (rows - 3, rows)):
+            assert_close(to_float64(y[first:last]), ref(to_float64(x[first:last]), 1),
+                         oneflite.float32, log=kind == "log_softmax",
+                         err_msg=f"rows {first}-{last}: {plans[0]}")
+        return plans[0]
+
+    plan = run(24 * 8 * _sm_count())  # 24 waves of 8 blocks an SM: held, if it is to be
+    assert ("carveout=max_l1" in plan) == held, plan
+    if held:
+        per_sm = int(re.search(r"held_per_sm=(\d+) carveout=max_l1", plan).group(1))
+        assert 1 <= per_sm < 12, plan  # below what registers allow (12 for softmax, 16 for log)
+        plan = run(24 * per_sm * _sm_count() - 1)  # a row short of 24 waves of them
+        assert "held_per_sm" not in plan, plan
+
+
+@pytest.mark.parametrize("kind", list(OPS))
 @pytest.mark.parametrize(
     ("dtype", "cols", "shape", "whole"),
     [

@@ -50,9 +50,13 @@
 //   tile=WxN[xT[xM]]  warp_tile with W lanes a row, N words a lane and T tiles a warp (default
 //               1), compiled for M blocks an SM (__launch_bounds__; 1 no bound; default the
 //               planner's TileMinBlocks); one of ForEachLabTileShape's below
-//   occ=N       block_registers on 512 threads of 2, 4 or 8 packs (no tail) held to N blocks an
-//               SM by shared memory (HoldBlocksPerSmSmem), as the planner holds float 512 x 4
-//   hold=off    that hold undone: the blocks registers allow (float 512 x 4, many rows)
+//   occ=N       block_registers (no tail) held to N blocks an SM by shared memory
+//               (HoldBlocksPerSmSmem), as the planner holds float 512 x 4
+//   occ=NxC     the same in a carve-out of C KiB, counting the reserve the device reports
+//   carve=P     the plan, its block_registers kernel preferring a carve-out of P percent (-1:
+//               none); the preference stays with the kernel for later variants
+//   hold=off    the planner's hold undone: the blocks registers allow (float 512 x 4 and 128 x 4,
+//               many rows)
 //   triton      not a plan: the benchmark's Triton kernel (python -m oneflite.bench's peer), from
 //               the cubin tools/triton_cubins.py compiled for this dtype and row length into
 //               --triton DIR, run on the same x and y as the plans (softmax only). The same
@@ -277,34 +281,90 @@ void SkipVariant(const std::string& variant, int64_t cols, Plan& plan) {
   plan.launch = nullptr;
 }
 
-// The block_registers kernel (no cached tail) a plan of 512 threads of 2, 4 or 8 packs launches,
-// for the variants occ=N and hold=off; nullptr for any other plan.
+// The block_registers kernel (no cached tail) a plan of 128-1024 threads of 2, 4 or 8 packs
+// launches, for the variants occ=N and hold=off; nullptr for any other plan.
 template <typename T>
 const void* RegistersKernel(const Options& options, const Plan& plan) {
   constexpr int P = PackSize<T>::value;
-  if (plan.path != Path::kBlockRegisters || plan.cached_packs != 0 || plan.block != 512) {
-    return nullptr;
-  }
+  if (plan.path != Path::kBlockRegisters || plan.cached_packs != 0) { return nullptr; }
   const void* found = nullptr;
-  auto try_packs = [&](auto packs_tag, auto algo_tag) {
+  auto try_shape = [&](auto block_tag, auto packs_tag, auto algo_tag) {
+    constexpr int kBlock = decltype(block_tag)::value;
     constexpr int kPacks = decltype(packs_tag)::value;
     constexpr Algorithm kAlgorithm = decltype(algo_tag)::value;
-    if (kPacks * P != plan.cols_per_thread || kAlgorithm != options.algo) { return; }
-    constexpr bool kFallback = kWholeRowsStoreFallback<T>(512, kPacks);
-    found = plan.ragged ? reinterpret_cast<const void*>(
-                              BlockRegisterSoftmaxKernel<T, kAlgorithm, 512, kPacks, false, true>)
-                        : reinterpret_cast<const void*>(
-                              BlockRegisterSoftmaxKernel<T, kAlgorithm, 512, kPacks, false,
-                                                         false, kFallback>);
+    if constexpr (kPacks * P <= 32) {
+      if (kBlock != plan.block || kPacks * P != plan.cols_per_thread ||
+          kAlgorithm != options.algo) {
+        return;
+      }
+      constexpr bool kFallback = kWholeRowsStoreFallback<T>(kBlock, kPacks);
+      found = plan.ragged
+                  ? reinterpret_cast<const void*>(
+                        BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, false, true>)
+                  : reinterpret_cast<const void*>(
+                        BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, false, false,
+                                                   kFallback>);
+    }
   };
-  auto try_algo = [&](auto algo_tag) {
-    try_packs(std::integral_constant<int, 2>{}, algo_tag);
-    try_packs(std::integral_constant<int, 4>{}, algo_tag);
-    try_packs(std::integral_constant<int, 8>{}, algo_tag);
+  auto try_packs = [&](auto block_tag, auto algo_tag) {
+    try_shape(block_tag, std::integral_constant<int, 2>{}, algo_tag);
+    try_shape(block_tag, std::integral_constant<int, 4>{}, algo_tag);
+    try_shape(block_tag, std::integral_constant<int, 8>{}, algo_tag);
   };
-  try_algo(std::integral_constant<Algorithm, Algorithm::kSoftmax>{});
-  try_algo(std::integral_constant<Algorithm, Algorithm::kLogSoftmax>{});
+  auto try_blocks = [&](auto algo_tag) {
+    try_packs(std::integral_constant<int, 128>{}, algo_tag);
+    try_packs(std::integral_constant<int, 256>{}, algo_tag);
+    try_packs(std::integral_constant<int, 512>{}, algo_tag);
+    try_packs(std::integral_constant<int, 1024>{}, algo_tag);
+  };
+  try_blocks(std::integral_constant<Algorithm, Algorithm::kSoftmax>{});
+  try_blocks(std::integral_constant<Algorithm, Algorithm::kLogSoftmax>{});
   return found;
+}
+
+// A plan held by the smallest carve-out (HoldFloat128x4) planned again without the hold: the
+// same shape on the kernel with the default carve-out, over the same rows. The variants occ=,
+// carve= and hold=off start from it.
+template <typename T>
+void UnholdMaxL1(const Options& options, const CudaDeviceInfo& info, int64_t rows, int64_t cols,
+                 Plan& plan) {
+  if (!plan.max_l1) { return; }
+  constexpr int P = PackSize<T>::value;
+  // Planned for one row, too few to hold; then the grid for all of them.
+  const bool ok =
+      options.algo == Algorithm::kSoftmax
+          ? PlanBlockRegisters<T, Algorithm::kSoftmax>(info, 1, cols, true, plan.block,
+                                                       plan.cols_per_thread / P, plan)
+          : PlanBlockRegisters<T, Algorithm::kLogSoftmax>(info, 1, cols, true, plan.block,
+                                                          plan.cols_per_thread / P, plan);
+  if (!ok || plan.max_l1) {
+    std::fprintf(stderr, "softmax_lab: could not undo the carve-out hold\n");
+    std::exit(1);
+  }
+  SetGrid(plan, rows, info, plan.active_per_sm, plan.persistent);
+}
+
+// occ=NxC: the dynamic shared memory that holds `kernel` to exactly `blocks` blocks an SM in a
+// carve-out of `carve_kib` KiB, counting the per-block reserve the device reports; 0 when no
+// size does, or the occupancy calculator disagrees. Sets the kernel's preferred carve-out.
+size_t LabHoldSmem(const void* kernel, const CudaDeviceInfo& info, int block_size, int blocks,
+                   int carve_kib) {
+  cudaFuncAttributes attributes{};
+  LAB_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+  int reserved = 0;
+  LAB_CHECK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock,
+                                   info.index));
+  const int carve = carve_kib * 1024;
+  const int allocated = (carve / blocks - reserved) / 128 * 128;  // static + dynamic, rounded
+  const int dynamic = allocated - static_cast<int>(attributes.sharedSizeBytes);
+  if (dynamic <= 0 || (blocks + 1) * (allocated + reserved) <= carve) { return 0; }
+  const int percent = static_cast<int>(int64_t{carve} * 100 / info.max_shared_memory_per_sm);
+  LAB_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, percent));
+  int active = 0;
+  LAB_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&active, kernel, block_size, dynamic));
+  std::fprintf(stderr, "softmax_lab: hold %d in %d KiB (%d%%): reserve %d, dynamic %d -> %d\n",
+               blocks, carve_kib, percent, reserved, dynamic, active);
+  return active == blocks ? static_cast<size_t>(dynamic) : 0;
 }
 
 // The planner's choice, with the variant's one decision undone.
@@ -514,15 +574,21 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
                   info, rows, cols, true, plan.block, plan.cols_per_thread / P, regs, kernel);
     if (ok) { plan = regs; }
   } else if (variant.rfind("occ=", 0) == 0 || variant == "hold=off") {
-    // block_registers on 512 threads held to N blocks an SM by shared memory, as the planner
-    // holds float 512 x 4 (HoldFloat512x4), or that hold undone.
+    // block_registers held to N blocks an SM by shared memory, as the planner holds float 512 x
+    // 4 (HoldFloat512x4), or the planner's hold undone (either kind).
+    const bool was_max_l1 = plan.max_l1;
+    UnholdMaxL1<T>(options, info, rows, cols, plan);
     const void* kernel = RegistersKernel<T>(options, plan);
-    const size_t smem =
-        kernel == nullptr || variant == "hold=off"
-            ? 0
-            : HoldBlocksPerSmSmem(kernel, info, plan.block, std::stoi(variant.substr(4)));
+    const size_t x_at = variant.find('x');
+    size_t smem = 0;
+    if (kernel != nullptr && variant != "hold=off") {
+      const int blocks = std::stoi(variant.substr(4));
+      smem = x_at == std::string::npos ? HoldBlocksPerSmSmem(kernel, info, plan.block, blocks)
+                                       : LabHoldSmem(kernel, info, plan.block, blocks,
+                                                     std::stoi(variant.substr(x_at + 1)));
+    }
     if (kernel == nullptr || (variant != "hold=off" && smem == 0) ||
-        (variant == "hold=off" && plan.held_per_sm == 0)) {
+        (variant == "hold=off" && plan.held_per_sm == 0 && !was_max_l1)) {
       SkipVariant(variant, cols, plan);
     } else {
       plan.smem = smem;
@@ -533,6 +599,23 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
       std::fprintf(stderr, "softmax_lab: %s at %lld columns: %d registers, %d blocks an SM\n",
                    variant.c_str(), static_cast<long long>(cols), attributes.numRegs,
                    plan.active_per_sm);
+    }
+  } else if (variant.rfind("carve=", 0) == 0) {
+    // The plan as it is, its block_registers kernel preferring a carve-out of P percent (-1: no
+    // preference); the preference stays with the kernel for the variants after this one.
+    UnholdMaxL1<T>(options, info, rows, cols, plan);
+    const void* kernel = RegistersKernel<T>(options, plan);
+    if (kernel == nullptr) {
+      SkipVariant(variant, cols, plan);
+    } else {
+      const int percent = std::stoi(variant.substr(6));
+      LAB_CHECK(
+          cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, percent));
+      int active = 0;
+      LAB_CHECK(
+          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&active, kernel, plan.block, plan.smem));
+      std::fprintf(stderr, "softmax_lab: %s at %lld columns: %d blocks an SM (smem %zu)\n",
+                   variant.c_str(), static_cast<long long>(cols), active, plan.smem);
     }
   } else if (variant.rfind("online=", 0) == 0 && plan.path != Path::kWarp) {
     // block_online with N blocks per SM, each caching 1/N of the SM's shared memory.

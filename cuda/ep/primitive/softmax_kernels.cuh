@@ -1098,8 +1098,13 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
 // and the kernel carries no element-by-element fallback (LaunchBlockRegisters sends a y that is
 // not to the ragged kernel instead). Fewer registers and instructions: kept where it measured
 // ahead (kWholeRowsStoreFallback).
+//
+// kMaxL1 changes no instruction: it makes a second copy of the kernel, whose launches prefer the
+// smallest shared-memory carve-out (MaxL1BlocksPerSm), which holds small blocks to fewer an SM
+// than registers allow (HoldFloat128x4). The preference belongs to the function, so the
+// launches that keep the default carve-out need the other copy.
 template <typename T, Algorithm kAlgorithm, int kBlock, int kPacks, bool kCachedTail = false,
-          bool kRagged = true, bool kStoreFallback = true>
+          bool kRagged = true, bool kStoreFallback = true, bool kMaxL1 = false>
 __global__ void __launch_bounds__(kBlock)
     BlockRegisterSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows,
                                int cols, bool y_vector_ok, int tail_slots, Stagger stagger) {
@@ -1470,8 +1475,18 @@ size_t HoldBlocksPerSmSmem(const void* kernel, const CudaDeviceInfo& info, int b
                            int blocks);
 // The carve-out HoldBlocksPerSmSmem prefers: one every architecture since sm_80 offers, small
 // enough that L1 keeps nearly all of the SM's 256 KiB (a shared-memory limit of 3 blocks a
-// 228 KiB carve-out would take, and L1 with it, measured 1.4% slower).
+// 228 KiB carve-out would take, and L1 with it, measured 1.4% slower). The driver takes a
+// preference as a hint: a probe that counted the blocks an SM ran at once (H200) found it kept
+// for these 512-thread blocks (3 an SM, as the occupancy calculator answers) but not for
+// 128-thread blocks with 1248 bytes (14 an SM where the calculator answered 7).
 constexpr int kHoldCarveoutBytes = 16 * 1024;
+// How many blocks of `block_size` threads, with no dynamic shared memory, fit on an SM once
+// `kernel` prefers the smallest carve-out (cudaSharedmemCarveoutMaxL1), which the first call for
+// a (kernel, device) sets. Each block still needs its static shared memory and the 1 KiB the
+// driver reserves for it (sm_80 on), so on an H200's 8 KiB carve-out 128-thread blocks of the
+// block_registers kernel fit 7 an SM; the probe above counted 7 at once, and 16 with the
+// default carve-out.
+int MaxL1BlocksPerSm(const void* kernel, const CudaDeviceInfo& info, int block_size);
 // The facts launches are planned from, for the current device: what Describe plans with,
 // where Launch has its stream's copy.
 const CudaDeviceInfo& CurrentDeviceInfo();
@@ -1506,8 +1521,10 @@ struct Plan {
   int grid = 0;
   Stagger stagger;  // block paths (see StaggerStart)
   // block_registers: blocks an SM held below what registers allow, by `smem` of shared memory
-  // the kernel does not use (HoldBlocksPerSmSmem); 0 when not held.
+  // the kernel does not use (HoldBlocksPerSmSmem) or, when `max_l1`, by the smallest carve-out
+  // (MaxL1BlocksPerSm); 0 when not held.
   int held_per_sm = 0;
+  bool max_l1 = false;
   LaunchFn launch = nullptr;
 };
 
@@ -1552,7 +1569,7 @@ void LaunchBlock(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t co
 }
 
 template <typename T, Algorithm kAlgorithm, int kBlock, int kPacks, bool kCachedTail = false,
-          bool kRagged = true, bool kStoreFallback = true>
+          bool kRagged = true, bool kStoreFallback = true, bool kMaxL1 = false>
 void LaunchBlockRegisters(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols,
                           const void* x, void* y) {
   if constexpr (!kStoreFallback) {
@@ -1561,10 +1578,10 @@ void LaunchBlockRegisters(const Plan& plan, cudaStream_t stream, int64_t rows, i
       return;
     }
   }
-  BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, kCachedTail, kRagged, kStoreFallback>
-      <<<plan.grid, kBlock, plan.smem, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
-                                                 rows, static_cast<int>(cols), SameAlignment(x, y),
-                                                 plan.cached_packs / kBlock, plan.stagger);
+  BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, kCachedTail, kRagged, kStoreFallback,
+                             kMaxL1><<<plan.grid, kBlock, plan.smem, stream>>>(
+      static_cast<const T*>(x), static_cast<T*>(y), rows, static_cast<int>(cols),
+      SameAlignment(x, y), plan.cached_packs / kBlock, plan.stagger);
   ONEFLITE_CUDA_CHECK_LAUNCH();
 }
 
@@ -1935,6 +1952,37 @@ inline void HoldFloat512x4(const void* kernel, const CudaDeviceInfo& info, int64
   }
 }
 
+// float block_registers on 128 threads of 4 packs, for rows that fill at least 59/64 of it
+// (472-512 packs, 1885-2048 columns; the ragged kernel), runs 7 blocks an SM rather than the 16
+// (log_softmax, 32 registers) or 12 (softmax, 40) that registers allow, by preferring the
+// smallest carve-out (MaxL1BlocksPerSm), once the launch has kHoldMinWaves waves of them.
+// Measured on an H200 (tools/softmax_lab.cu, carve=0 against the plan, 98304 rows unless said;
+// fractions of copy, softmax / log_softmax): 1888 columns 0.987 -> 1.001-1.003 / 0.985 -> 0.989,
+// 1904 0.985 -> 1.000 / 0.984 -> 0.989-0.990, 1920 0.991 -> 1.006-1.008 / 0.987 -> 0.998, 2000
+// 0.995 -> 1.008-1.010 / 0.992 -> 1.010-1.011, 2048 0.981 -> 0.983-0.984 / 0.980-0.981 ->
+// 0.985-0.987; 2048 columns at 22176 rows (24 waves of 7; hold=off against the planner) 0.977
+// -> 0.986-0.987 / 0.978-0.981 -> 0.990-0.991, at 24576 rows 0.986 -> 0.988-0.990 / 0.987 -> 0.998-1.000, at 32768
+// rows 0.975 -> 0.972-0.973 / 0.977 -> 0.975-0.978, at 16384 (18 waves) 0.981-0.985 ->
+// 0.990-0.992 / 0.990-0.993 -> 0.986-0.989, and short launches lost (4096 rows: 1.005 ->
+// 0.977-0.981 / 1.018-1.024 -> 0.966-0.967; 1024 rows -8% / -10%). Rows that fill
+// less lost: 1856 columns +0.9% / -0.5%, 1792 +1.0% / -1.1%, 1664 -1.3% / -4%, 1536 -5%, and
+// so did 8 values a thread (128 x 2 at 768-1024 columns: -14 to -26%); 16-bit 256 x 2 (4096
+// columns) measured level. Holding these blocks with shared memory instead did not hold them:
+// the driver kept the default carve-out (see kHoldCarveoutBytes).
+constexpr int64_t kFloat128x4HeldWindow = 472;
+inline bool HoldFloat128x4(const void* max_l1_kernel, const CudaDeviceInfo& info, int64_t rows,
+                           int64_t window, int& active, Plan& plan) {
+  if (window < kFloat128x4HeldWindow) { return false; }
+  const int held = MaxL1BlocksPerSm(max_l1_kernel, info, 128);
+  if (held <= 0 || held >= active || rows < kHoldMinWaves * held * info.sm_count) {
+    return false;
+  }
+  plan.held_per_sm = held;
+  plan.max_l1 = true;
+  active = held;
+  return true;
+}
+
 // Fills `plan` for block_registers with `block` threads of `packs` packs each, or (block = 0)
 // with the first of the shapes below that holds the row, if the row fills at least three
 // quarters of it (seven eighths of 1024 x 8, and of the 16-bit shapes). False when the shape
@@ -2037,9 +2085,19 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
       plan.cols_per_thread = kPacks * P;
       plan.smem = 0;
       plan.held_per_sm = 0;
+      plan.max_l1 = false;
       int active = MaxActiveBlocksPerSm(kernel, info, kBlock, 0);
       if constexpr (std::is_same_v<T, float> && kBlock == 512 && kPacks == 4) {
         HoldFloat512x4(kernel, info, rows, active, plan);
+      }
+      if constexpr (std::is_same_v<T, float> && kBlock == 128 && kPacks == 4) {
+        constexpr bool kMaxL1 = true;
+        const auto* held = reinterpret_cast<const void*>(
+            &BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, false, true, true, kMaxL1>);
+        if (plan.ragged && HoldFloat128x4(held, info, rows, window, active, plan)) {
+          plan.launch =
+              &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks, false, true, true, kMaxL1>;
+        }
       }
       SetGrid(plan, rows, info, active, /*persistent=*/false);
     }
@@ -2097,6 +2155,7 @@ bool PlanRegistersTail(const CudaDeviceInfo& info, int64_t rows, int64_t cols, b
       plan.cached_packs = static_cast<int>(slots * kBlock);
       plan.smem = smem;
       plan.held_per_sm = 0;
+      plan.max_l1 = false;
       plan.launch = &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks, true>;
       SetGrid(plan, rows, info, MaxActiveBlocksPerSm(kernel, info, kBlock, smem),
               /*persistent=*/false);

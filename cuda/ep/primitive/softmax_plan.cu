@@ -65,6 +65,21 @@ size_t HoldBlocksPerSmSmem(const void* kernel, const CudaDeviceInfo& info, int b
   return answer;
 }
 
+int MaxL1BlocksPerSm(const void* kernel, const CudaDeviceInfo& info, int block_size) {
+  static std::mutex mutex;
+  static std::map<std::tuple<const void*, int, int>, int> answers;
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto key = std::make_tuple(kernel, info.index, block_size);
+  if (auto it = answers.find(key); it != answers.end()) { return it->second; }
+  ONEFLITE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                           cudaSharedmemCarveoutMaxL1));
+  int blocks = 0;
+  ONEFLITE_CUDA_CHECK(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, block_size, 0));
+  answers.emplace(key, blocks);
+  return blocks;
+}
+
 int MaxActiveBlocksPerSm(const void* kernel, const CudaDeviceInfo& info, int block_size,
                          size_t dynamic_smem) {
   static std::mutex mutex;
@@ -126,7 +141,9 @@ std::string ToString(const Plan& plan) {
     case Path::kBlockRegisters:
       out << "block_registers: pack=" << plan.pack << " cols_per_thread=" << plan.cols_per_thread
           << " block=" << plan.block;
-      if (plan.held_per_sm > 0) {
+      if (plan.max_l1) {
+        out << " held_per_sm=" << plan.held_per_sm << " carveout=max_l1";
+      } else if (plan.held_per_sm > 0) {
         out << " smem=" << plan.smem << " held_per_sm=" << plan.held_per_sm;
       } else if (plan.smem > 0) {
         out << " smem=" << plan.smem
