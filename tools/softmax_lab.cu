@@ -32,7 +32,8 @@
 //               registers, in twice the shared memory; what no longer fits is re-read
 //   path=registers  block_registers by the planner's rule (PlanBlockRegisters), for any dtype
 //               but double: the first shape that holds the row, if the row fills 3/4 of it
-//   registers=BxN   block_registers with B threads of N packs: 128x2, 128x4, 256x2, 256x4,
+//   registers=BxN[/whole]   block_registers with B threads of N packs (/whole: by its kernel
+//               for rows of whole 16-byte packs, where the row is): 128x2, 128x4, 256x2, 256x4,
 //               512x2, 512x4, 512x8 or 1024x8, or the lab's 64x3, 64x6, 128x3, 256x3, 256x8,
 //               512x1, 1024x1, 1024x2 or 1024x4 (at most 32 values a thread)
 //   rows=N      the warp path's rung with each group taking N (1, 2 or 4) rows at once (rungs
@@ -544,10 +545,16 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
       block = std::stoi(shape.substr(0, shape.find('x')));
       packs = std::stoi(shape.substr(shape.find('x') + 1));
     }
+    const std::string whole_suffix = "/whole";
+    const bool whole = variant.size() > whole_suffix.size() &&
+                       variant.compare(variant.size() - whole_suffix.size(), whole_suffix.size(),
+                                       whole_suffix) == 0;
+    const RowsKernel rows_kernel = whole ? RowsKernel::kWhole : RowsKernel::kPlanned;
     auto plan_for = [&](auto algo_tag, Plan& regs) {
       constexpr Algorithm kAlgorithm = decltype(algo_tag)::value;
       return tail ? PlanRegistersTail<T, kAlgorithm>(info, rows, cols, true, block, packs, regs)
-                  : PlanBlockRegisters<T, kAlgorithm>(info, rows, cols, true, block, packs, regs);
+                  : PlanBlockRegisters<T, kAlgorithm>(info, rows, cols, true, block, packs, regs,
+                                                      rows_kernel);
     };
     Plan regs = plan;
     const bool ok =
