@@ -40,16 +40,16 @@ OPS = {"softmax": (F.softmax, softmax_ref), "log_softmax": (F.log_softmax, log_s
 # takes W lanes of the first of 9, 13, 17 and 25 words at or above K, if K >= 7: 16-bit rows of
 # 2 * W * K columns, float rows of W * K, for W = 1, 2, 4, 8; 14 columns reach the 7-word end),
 # each block_registers shape, float's (1000, 1534, 3072, 8192, 12345 and 32768 columns) and the
-# 16-bit types' (4000 and 7500 columns; 8192 too), block_registers with a cached tail in shared
-# memory (16-bit 12345 and 16384 columns on 256 threads and 65536 on 512, float 40001 and 81920
-# on 1024), the shared-memory path (double from 258, and float, half from 2049 and bfloat16 from
-# 3073 where no register path takes the row: 16-bit rows on 64 threads up to 5120 columns, 128
-# at 9000, 256 at 20000) and the online path (float 65536 and past 90112 columns, 16-bit past
-# 65536, double ~29k).
+# 16-bit types' (3072, 3300, 4000, 5000 and 7500 columns; 8192 too), block_registers with a
+# cached tail in shared memory (16-bit 12345 and 16384 columns on 256 threads and 65536 on 512,
+# float 40001 and 81920 on 1024), the shared-memory path (double from 258, and float, half from
+# 2049 and bfloat16 from 3073 where no register path takes the row: 16-bit rows on 64 threads
+# up to 5120 columns, as half's 2100, 128 at 9000, 256 at 20000) and the online path (float
+# 65536 and past 90112 columns, 16-bit past 65536, double ~29k).
 COLS = [1, 2, 3, 5, 6, 9, 10, 12, 13, 14, 17, 18, 20, 25, 26, 31, 33, 34, 36, 50, 52, 64, 65, 68,
         72, 96, 100, 104, 129, 136, 144, 200, 208, 254, 257, 272, 400, 506, 513, 1000, 1025, 1534,
-        2500, 3072, 4000, 4097, 7500, 8192, 9000, 12345, 16384, 20000, 32768, 40001, 65536,
-        81920, 100003, 262144]  # fmt: skip
+        2100, 2500, 3072, 3300, 4000, 4097, 5000, 7500, 8192, 9000, 12345, 16384, 20000, 32768,
+        40001, 65536, 81920, 100003, 262144]  # fmt: skip
 TILE_WIDTHS = (1, 2, 4, 8)
 TILE_WORDS = (9, 13, 17, 25)
 
@@ -255,6 +255,10 @@ def test_float_rows_of_2048_run_fewer_blocks_an_sm_once_there_are_24_waves(cols,
         (oneflite.float16, 4096, "cols_per_thread=16 block=256", True),
         (oneflite.bfloat16, 4096, "cols_per_thread=16 block=256", True),
         (oneflite.bfloat16, 8192, "cols_per_thread=16 block=512", False),
+        (oneflite.float16, 3072, "cols_per_thread=24 block=128", False),
+        (oneflite.bfloat16, 3072, "cols_per_thread=24 block=128", False),
+        (oneflite.float16, 3300, "cols_per_thread=32 block=128", False),
+        (oneflite.bfloat16, 5000, "cols_per_thread=24 block=256", False),
     ],
     ids=lambda v: getattr(v, "name", v),
 )
@@ -267,6 +271,45 @@ def test_block_registers_rows_of_whole_packs_and_ragged_rows(dtype, cols, shape,
     for _, plan in _aligned_and_off_a_boundary(kind, dtype, 5, cols):
         assert "block_registers: pack=" in plan, plan
         assert shape in plan and (" ragged" in plan) != whole, plan
+
+
+@pytest.mark.parametrize(
+    ("dtype", "cols", "shape"),
+    [
+        (oneflite.float16, 2296, None),  # 287 packs: block_smem
+        (oneflite.float16, 2297, "cols_per_thread=24 block=128"),
+        (oneflite.bfloat16, 2872, None),  # 359 packs: the warp path
+        (oneflite.bfloat16, 2873, "cols_per_thread=24 block=128"),
+        (oneflite.float16, 3073, "cols_per_thread=32 block=128"),
+        (oneflite.bfloat16, 3073, None),  # 385 packs: still the warp path
+        (oneflite.bfloat16, 3192, None),
+        (oneflite.bfloat16, 3193, "cols_per_thread=32 block=128"),
+        (oneflite.float16, 3584, "cols_per_thread=32 block=128"),
+        (oneflite.float16, 3585, "cols_per_thread=16 block=256"),
+        (oneflite.bfloat16, 4984, None),
+        (oneflite.bfloat16, 4985, "cols_per_thread=24 block=256"),
+        (oneflite.float16, 6144, "cols_per_thread=24 block=256"),
+        (oneflite.float16, 6145, None),
+    ],
+    ids=lambda v: getattr(v, "name", v),
+)
+def test_16bit_block_registers_shapes_take_their_ranges_of_columns(dtype, cols, shape):
+    # Each 16-bit block_registers shape takes aligned rows of its own range of window packs
+    # (k16BitShapes): 128 x 3 packs from 288 (half) or 360 (bfloat16), 128 x 4 from 385 or 400
+    # to 448, 256 x 2 to 512, 256 x 3 from 624 to 768. Just outside a range the row goes to
+    # another path (shape None). Both ops match the reference either way.
+    for kind, (op, ref) in OPS.items():
+        x = make_tensor(_values(5, cols, seed=cols), dtype, DEVICE)
+        with oneflite.trace() as t:
+            y = op(x, -1)
+        plans = _plan(t)
+        assert len(plans) == 1, plans
+        if shape is None:
+            assert "block_registers" not in plans[0], plans[0]
+        else:
+            assert f"block_registers: pack=8 {shape} " in plans[0], plans[0]
+        assert_close(to_float64(y), ref(to_float64(x), 1), dtype, log=kind == "log_softmax",
+                     err_msg=plans[0])
 
 
 @pytest.mark.parametrize(
@@ -474,7 +517,7 @@ def test_every_kernel_path_was_reached():
             expected_shapes = (
                 ((128, 8), (128, 16), (256, 16), (512, 16), (512, 32), (1024, 32))
                 if dtype == oneflite.float32
-                else ((256, 16), (512, 16))
+                else ((128, 24), (128, 32), (256, 16), (256, 24), (512, 16))
             )
             for shape in expected_shapes:
                 if shape not in shapes:

@@ -1961,11 +1961,11 @@ inline void HoldFloat512x4(const void* kernel, const CudaDeviceInfo& info, int64
 // 1904 0.985 -> 1.000 / 0.984 -> 0.989-0.990, 1920 0.991 -> 1.006-1.008 / 0.987 -> 0.998, 2000
 // 0.995 -> 1.008-1.010 / 0.992 -> 1.010-1.011, 2048 0.981 -> 0.983-0.984 / 0.980-0.981 ->
 // 0.985-0.987; 2048 columns at 22176 rows (24 waves of 7; hold=off against the planner) 0.977
-// -> 0.986-0.987 / 0.978-0.981 -> 0.990-0.991, at 24576 rows 0.986 -> 0.988-0.990 / 0.987 -> 0.998-1.000, at 32768
-// rows 0.975 -> 0.972-0.973 / 0.977 -> 0.975-0.978, at 16384 (18 waves) 0.981-0.985 ->
-// 0.990-0.992 / 0.990-0.993 -> 0.986-0.989, and short launches lost (4096 rows: 1.005 ->
-// 0.977-0.981 / 1.018-1.024 -> 0.966-0.967; 1024 rows -8% / -10%). Rows that fill
-// less lost: 1856 columns +0.9% / -0.5%, 1792 +1.0% / -1.1%, 1664 -1.3% / -4%, 1536 -5%, and
+// -> 0.986-0.987 / 0.978-0.981 -> 0.990-0.991, at 24576 rows 0.986 -> 0.988-0.990 / 0.987 ->
+// 0.998-1.000, at 32768 rows 0.975 -> 0.972-0.973 / 0.977 -> 0.975-0.978, at 16384 (18 waves)
+// 0.981-0.985 -> 0.990-0.992 / 0.990-0.993 -> 0.986-0.989, and short launches lost (4096 rows:
+// 1.005 -> 0.977-0.981 / 1.018-1.024 -> 0.966-0.967; 1024 rows -8% / -10%). Rows that fill less
+// lost: 1856 columns +0.9% / -0.5%, 1792 +1.0% / -1.1%, 1664 -1.3% / -4%, 1536 -5%, and
 // so did 8 values a thread (128 x 2 at 768-1024 columns: -14 to -26%); 16-bit 256 x 2 (4096
 // columns) measured level. Holding these blocks with shared memory instead did not hold them:
 // the driver kept the default carve-out (see kHoldCarveoutBytes).
@@ -1983,16 +1983,51 @@ inline bool HoldFloat128x4(const void* max_l1_kernel, const CudaDeviceInfo& info
   return true;
 }
 
+// The 16-bit block_registers shapes and the windows (16-byte packs, 8 elements) each takes:
+// 128 x 3 packs from 3/4 full for half (288-384 packs, 2297-3072 aligned columns; half's warp
+// path stops at 256) and from 15/16 for bfloat16 (360-384, 2873-3072), whose warp path holds
+// rows of up to 384 packs; 128 x 4 for 385-448 packs (half) or 400-448 (bfloat16: 385 packs
+// stay on its warp path, 0.991 of copy against 0.91); 256 x 2 for 449-512 (from 7/8); 256 x 3
+// from 13/16 (624-768 packs); 512 x 2 from 7/8 (896-1024). Measured on an H200
+// (tools/softmax_lab.cu, registers=BxN against the path that had the row; fractions of copy,
+// softmax / log_softmax, half then bfloat16): 128 x 3 at 2304 columns (288 packs) 0.889 /
+// 0.914 -> 0.973 / 0.975 (block_smem), bfloat16 1.005 / 1.008 -> 0.972 / 0.977 (warp); at 2560
+// 0.922 / 0.923 -> 0.984 / 0.987, bfloat16 0.979 / 0.976 -> 0.984 / 0.987; 2777 0.788 / 0.808
+// -> 0.979 / 0.983, bfloat16 0.961 / 0.994 -> 0.979 / 0.981; 3072 0.927 / 0.926 -> 0.987 /
+// 0.989, bfloat16 0.975 / 0.974 -> 0.988 / 0.987; 3072 columns on 4096 rows 0.804 -> 0.972 and
+// on 1024 rows 0.709 -> 0.943 (half softmax); 2049 (257 packs) 0.99 -> 0.85 (warp). 128 x 4 at
+// 3073 columns 0.777 / 0.797 -> 0.913 / 0.909, bfloat16 0.991 -> 0.91 (warp); 3200 0.941 /
+// 0.944 -> 0.989 / 0.989; 3333 0.890 / 0.916 -> 0.954 / 0.952, bfloat16 0.819 / 0.844 -> 0.954 /
+// 0.951; 3500 0.942 / 0.946 -> 0.983 / 0.981; 3584 (448 packs) 0.953 / 0.952 -> 1.018 / 1.018
+// (256 x 2), bfloat16 0.947 / 0.948 -> 1.013 / 1.016; 4096 0.976 / 0.974 -> 0.969 / 0.967 (256
+// x 2 kept). 256 x 3 at 5000 columns (625 packs) 0.937 / 0.939 -> 0.959 / 0.956, bfloat16 0.939
+// / 0.943 -> 0.958 / 0.957 (block_smem); 6000 0.988 / 0.987 -> 0.999 / 1.004, bfloat16 0.917 /
+// 0.953 -> 1.003 / 1.004; 4500 (563 packs) 0.93 -> 0.88.
+struct Shape16 {
+  int block;
+  int packs;
+  int least;  // the fewest window packs it takes
+  int most;   // the most (at most block * packs)
+};
+template <typename T>
+constexpr Shape16 k16BitShapes[] = {
+    {128, 3, std::is_same_v<T, __half> ? 288 : 360, 384},
+    {128, 4, std::is_same_v<T, __half> ? 385 : 400, 448},
+    {256, 2, 449, 512},
+    {256, 3, 624, 768},
+    {512, 2, 896, 1024},
+};
+
 // Fills `plan` for block_registers with `block` threads of `packs` packs each, or (block = 0)
 // with the first of the shapes below that holds the row, if the row fills at least three
-// quarters of it (seven eighths of 1024 x 8, and of the 16-bit shapes). False when the shape
-// does not hold the row, or a thread would hold more than 32 values (1024 threads have 64
-// registers each).
+// quarters of it (seven eighths of 1024 x 8), or for the 16-bit types the shape whose range
+// takes the window (k16BitShapes). False when the shape does not hold the row, or a thread would
+// hold more than 32 values (1024 threads have 64 registers each).
 //
-// The 16-bit shapes hold 16 values a thread, in 32 registers, so that 2048 threads share an SM:
+// The 16-bit shapes of 16 values a thread, in 32 registers, let 2048 threads share an SM:
 // 256 x 2 packs at 4096 cols 0.968-0.969x copy (block_smem 0.917-0.923) and 512 x 2 at 8192
-// 0.973-0.977 (0.951-0.954; both ops, half and bfloat16, H200). 32 values a thread lost (512 x 4
-// at 16384: 0.91-0.92 against 0.95), and so did rows filling 3/4 of a shape (above).
+// 0.973-0.977 (0.951-0.954; both ops, half and bfloat16, H200). 32 values a thread on 512
+// threads lost (512 x 4 at 16384: 0.91-0.92 against 0.95); on 128 threads they won (above).
 //
 // The shapes, measured on an H200 against the path that had the row before (tools/softmax_lab.cu,
 // registers=BxN; float, fractions of copy): 128 x 2 packs at 768 cols 1.001 (warp 0.985) and at
@@ -2012,7 +2047,6 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
   if (block == 0) {
     constexpr int kFloatShapes[][2] = {{128, 2}, {128, 4}, {256, 4},
                                        {512, 4}, {512, 8}, {1024, 8}};
-    constexpr int k16BitShapes[][2] = {{256, 2}, {512, 2}};
     auto pick = [&](const auto& shapes) {
       for (const auto& shape : shapes) {
         if (int64_t{shape[0]} * shape[1] >= window) {
@@ -2023,7 +2057,16 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
       }
     };
     if constexpr (kIs16Bit<T>) {
-      pick(k16BitShapes);
+      // The 16-bit shapes take windows in ranges of their own (see k16BitShapes).
+      for (const auto& shape : k16BitShapes<T>) {
+        if (window >= shape.least && window <= int64_t{shape.block} * shape.packs &&
+            window <= shape.most) {
+          block = shape.block;
+          packs = shape.packs;
+          break;
+        }
+      }
+      if (block == 0) { return false; }
     } else {
       pick(kFloatShapes);
     }
@@ -2031,8 +2074,10 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
     // alone: there padding idles the SM's only row (float 24576 cols, 3/4 of 1024 x 8 packs:
     // 0.897x copy, against 0.955x on block_smem with two blocks of 512 an SM). 16-bit rows must
     // fill 7/8 (half 6144 cols, 3/4 of 512 x 2: 0.89-0.91x, against 0.97x on block_smem).
-    const int64_t eighths = block == 1024 || kIs16Bit<T> ? 7 : 6;
-    if (block == 0 || 8 * window < eighths * int64_t{block} * packs) { return false; }
+    const int64_t eighths = block == 1024 ? 7 : 6;
+    if (block == 0 || (!kIs16Bit<T> && 8 * window < eighths * int64_t{block} * packs)) {
+      return false;
+    }
     // float rows of 992-1024 packs (3968-4096 columns), 16 or more waves of them: 512 x 2,
     // which measured ahead of 256 x 4 once the launch's steady state dominates (4096 columns:
     // 0.976-0.980 -> 0.994-0.996 at 32768 rows, 0.971 -> 0.987 at 16896, 0.978 -> 0.990 at
@@ -2111,6 +2156,10 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
   consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 4>{});
   consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 8>{});
   consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 8>{});
+  if constexpr (kIs16Bit<T>) {
+    consider(std::integral_constant<int, 128>{}, std::integral_constant<int, 3>{});
+    consider(std::integral_constant<int, 256>{}, std::integral_constant<int, 3>{});
+  }
 #ifdef ONEFLITE_SOFTMAX_LAB
   consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 1>{});
   consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 1>{});
@@ -2118,8 +2167,10 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
   consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 4>{});
   consider(std::integral_constant<int, 64>{}, std::integral_constant<int, 3>{});
   consider(std::integral_constant<int, 64>{}, std::integral_constant<int, 6>{});
-  consider(std::integral_constant<int, 128>{}, std::integral_constant<int, 3>{});
-  consider(std::integral_constant<int, 256>{}, std::integral_constant<int, 3>{});
+  if constexpr (!kIs16Bit<T>) {
+    consider(std::integral_constant<int, 128>{}, std::integral_constant<int, 3>{});
+    consider(std::integral_constant<int, 256>{}, std::integral_constant<int, 3>{});
+  }
   consider(std::integral_constant<int, 256>{}, std::integral_constant<int, 8>{});
 #endif
   return chosen;
@@ -2276,7 +2327,7 @@ Plan PlanPath(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_ali
 
   // Rows that fill a block_registers shape well (see PlanBlockRegisters): a block holds the row
   // in registers, ahead of the warp path for float rows of 768 to 32768 columns and of the
-  // block paths for 16-bit rows of 3585 to 4096 and 7169 to 8192 (the warp path stops below).
+  // block paths for 16-bit rows of 2297 to 6144 and 7169 to 8192 columns (k16BitShapes).
   if constexpr (!std::is_same_v<T, double>) {
     if (allow_registers &&
         PlanBlockRegisters<T, kAlgorithm>(info, rows, cols, x_aligned, 0, 0, plan)) {
