@@ -1988,7 +1988,8 @@ inline bool HoldFloat128x4(const void* max_l1_kernel, const CudaDeviceInfo& info
 // path stops at 256) and from 15/16 for bfloat16 (360-384, 2873-3072), whose warp path holds
 // rows of up to 384 packs; 128 x 4 for 385-448 packs (half) or 400-448 (bfloat16: 385 packs
 // stay on its warp path, 0.991 of copy against 0.91); 256 x 2 for 449-512 (from 7/8); 256 x 3
-// from 13/16 (624-768 packs); 512 x 2 from 7/8 (896-1024). Measured on an H200
+// from 13/16 (624-768 packs); 512 x 2 from 7/8 (896-1024; from 3/4, half 6144 columns measured
+// 0.89-0.91 of copy against block_smem's 0.97). Measured on an H200
 // (tools/softmax_lab.cu, registers=BxN against the path that had the row; fractions of copy,
 // softmax / log_softmax, half then bfloat16): 128 x 3 at 2304 columns (288 packs) 0.889 /
 // 0.914 -> 0.973 / 0.975 (block_smem), bfloat16 1.005 / 1.008 -> 0.972 / 0.977 (warp); at 2560
@@ -2007,7 +2008,7 @@ struct Shape16 {
   int block;
   int packs;
   int least;  // the fewest window packs it takes
-  int most;   // the most (at most block * packs)
+  int most;   // the most: block * packs, or fewer
 };
 template <typename T>
 constexpr Shape16 k16BitShapes[] = {
@@ -2045,39 +2046,32 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
   const int64_t window = MaxWindowPacks<T>(cols, x_aligned);
   const bool whole_rows = WholePackRows<T>(cols, x_aligned);
   if (block == 0) {
-    constexpr int kFloatShapes[][2] = {{128, 2}, {128, 4}, {256, 4},
-                                       {512, 4}, {512, 8}, {1024, 8}};
-    auto pick = [&](const auto& shapes) {
-      for (const auto& shape : shapes) {
-        if (int64_t{shape[0]} * shape[1] >= window) {
-          block = shape[0];
-          packs = shape[1];
-          return;
-        }
-      }
-    };
     if constexpr (kIs16Bit<T>) {
       // The 16-bit shapes take windows in ranges of their own (see k16BitShapes).
       for (const auto& shape : k16BitShapes<T>) {
-        if (window >= shape.least && window <= int64_t{shape.block} * shape.packs &&
-            window <= shape.most) {
+        if (window >= shape.least && window <= shape.most) {
           block = shape.block;
           packs = shape.packs;
           break;
         }
       }
-      if (block == 0) { return false; }
     } else {
-      pick(kFloatShapes);
+      constexpr int kFloatShapes[][2] = {{128, 2}, {128, 4}, {256, 4},
+                                         {512, 4}, {512, 8}, {1024, 8}};
+      for (const auto& shape : kFloatShapes) {
+        if (int64_t{shape[0]} * shape[1] >= window) {
+          block = shape[0];
+          packs = shape[1];
+          break;
+        }
+      }
+      // float rows must fill 3/4 of the shape, or 7/8 of the 1024-thread one, which fills an SM
+      // alone: there padding idles the SM's only row (float 24576 cols, 3/4 of 1024 x 8 packs:
+      // 0.897x copy, against 0.955x on block_smem with two blocks of 512 an SM).
+      const int64_t eighths = block == 1024 ? 7 : 6;
+      if (8 * window < eighths * int64_t{block} * packs) { block = 0; }
     }
-    // float rows must fill 3/4 of the shape, or 7/8 of the 1024-thread one, which fills an SM
-    // alone: there padding idles the SM's only row (float 24576 cols, 3/4 of 1024 x 8 packs:
-    // 0.897x copy, against 0.955x on block_smem with two blocks of 512 an SM). 16-bit rows must
-    // fill 7/8 (half 6144 cols, 3/4 of 512 x 2: 0.89-0.91x, against 0.97x on block_smem).
-    const int64_t eighths = block == 1024 ? 7 : 6;
-    if (block == 0 || (!kIs16Bit<T> && 8 * window < eighths * int64_t{block} * packs)) {
-      return false;
-    }
+    if (block == 0) { return false; }
     // float rows of 992-1024 packs (3968-4096 columns), 16 or more waves of them: 512 x 2,
     // which measured ahead of 256 x 4 once the launch's steady state dominates (4096 columns:
     // 0.976-0.980 -> 0.994-0.996 at 32768 rows, 0.971 -> 0.987 at 16896, 0.978 -> 0.990 at

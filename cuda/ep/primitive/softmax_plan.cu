@@ -12,39 +12,54 @@ namespace oneflite::ep::primitive {
 
 namespace cuda_softmax {
 
+// What the runtime answers about a kernel on a device, asked once a key: the first Get of a key
+// runs `ask` under the cache's lock (it may also set the kernel's attributes) and keeps its
+// answer. The runtime's occupancy calculator costs microseconds, and one launch may ask it
+// several times.
+template <typename Key, typename Value>
+class AnswerCache {
+ public:
+  template <typename Ask>
+  Value Get(const Key& key, Ask&& ask) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = answers_.find(key); it != answers_.end()) { return it->second; }
+    const Value answer = ask();
+    answers_.emplace(key, answer);
+    return answer;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<Key, Value> answers_;
+};
+
 size_t MaxDynamicSmem(const void* kernel, const CudaDeviceInfo& info) {
-  static std::mutex mutex;
-  static std::map<std::pair<const void*, int>, size_t> limits;
-  std::lock_guard<std::mutex> lock(mutex);
-  const auto key = std::make_pair(kernel, info.index);
-  if (auto it = limits.find(key); it != limits.end()) { return it->second; }
-  cudaFuncAttributes attributes;
-  ONEFLITE_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
-  const size_t optin = static_cast<size_t>(info.max_shared_memory_per_block_optin);
-  const size_t limit = optin > attributes.sharedSizeBytes ? optin - attributes.sharedSizeBytes : 0;
-  ONEFLITE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(limit)));
-  limits.emplace(key, limit);
-  return limit;
+  static AnswerCache<std::pair<const void*, int>, size_t> limits;
+  return limits.Get(std::make_pair(kernel, info.index), [&] {
+    cudaFuncAttributes attributes;
+    ONEFLITE_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+    const size_t optin = static_cast<size_t>(info.max_shared_memory_per_block_optin);
+    const size_t limit =
+        optin > attributes.sharedSizeBytes ? optin - attributes.sharedSizeBytes : 0;
+    ONEFLITE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             static_cast<int>(limit)));
+    return limit;
+  });
 }
 
 size_t HoldBlocksPerSmSmem(const void* kernel, const CudaDeviceInfo& info, int block_size,
                            int blocks) {
-  static std::mutex mutex;
-  static std::map<std::tuple<const void*, int, int, int>, size_t> answers;
-  std::lock_guard<std::mutex> lock(mutex);
-  const auto key = std::make_tuple(kernel, info.index, block_size, blocks);
-  if (auto it = answers.find(key); it != answers.end()) { return it->second; }
-  cudaFuncAttributes attributes;
-  ONEFLITE_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
-  // A block's shared memory: `blocks` fit in the carve-out with the 1 KiB the driver reserves
-  // for each block (sm_80 on), and one more would not fit even without it. In steps of 128
-  // bytes, the unit shared memory is allocated in.
-  constexpr int kReservedPerBlock = 1024;
-  const int per_block = (kHoldCarveoutBytes / blocks - kReservedPerBlock) / 128 * 128;
-  const int dynamic = per_block - static_cast<int>(attributes.sharedSizeBytes);
-  size_t answer = 0;
-  if (dynamic > 0 && (blocks + 1) * per_block > kHoldCarveoutBytes) {
+  static AnswerCache<std::tuple<const void*, int, int, int>, size_t> answers;
+  return answers.Get(std::make_tuple(kernel, info.index, block_size, blocks), [&] {
+    cudaFuncAttributes attributes;
+    ONEFLITE_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+    // A block's shared memory: `blocks` fit in the carve-out with the 1 KiB the driver reserves
+    // for each block (sm_80 on), and one more would not fit even without it. In steps of 128
+    // bytes, the unit shared memory is allocated in.
+    constexpr int kReservedPerBlock = 1024;
+    const int per_block = (kHoldCarveoutBytes / blocks - kReservedPerBlock) / 128 * 128;
+    const int dynamic = per_block - static_cast<int>(attributes.sharedSizeBytes);
+    if (dynamic <= 0 || (blocks + 1) * per_block <= kHoldCarveoutBytes) { return size_t{0}; }
     // The preference is a percentage of the SM's shared memory, which the driver rounds up to a
     // carve-out it has: rounded down here, so that it lands on kHoldCarveoutBytes.
     const int percent = static_cast<int>(int64_t{kHoldCarveoutBytes} * 100 /
@@ -54,44 +69,34 @@ size_t HoldBlocksPerSmSmem(const void* kernel, const CudaDeviceInfo& info, int b
     int active = 0;
     ONEFLITE_CUDA_CHECK(
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&active, kernel, block_size, dynamic));
-    if (active == blocks) {
-      answer = static_cast<size_t>(dynamic);
-    } else {
-      ONEFLITE_CUDA_CHECK(cudaFuncSetAttribute(
-          kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutDefault));
-    }
-  }
-  answers.emplace(key, answer);
-  return answer;
+    if (active == blocks) { return static_cast<size_t>(dynamic); }
+    ONEFLITE_CUDA_CHECK(cudaFuncSetAttribute(
+        kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutDefault));
+    return size_t{0};
+  });
 }
 
 int MaxL1BlocksPerSm(const void* kernel, const CudaDeviceInfo& info, int block_size) {
-  static std::mutex mutex;
-  static std::map<std::tuple<const void*, int, int>, int> answers;
-  std::lock_guard<std::mutex> lock(mutex);
-  const auto key = std::make_tuple(kernel, info.index, block_size);
-  if (auto it = answers.find(key); it != answers.end()) { return it->second; }
-  ONEFLITE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                           cudaSharedmemCarveoutMaxL1));
-  int blocks = 0;
-  ONEFLITE_CUDA_CHECK(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, block_size, 0));
-  answers.emplace(key, blocks);
-  return blocks;
+  static AnswerCache<std::tuple<const void*, int, int>, int> answers;
+  return answers.Get(std::make_tuple(kernel, info.index, block_size), [&] {
+    ONEFLITE_CUDA_CHECK(cudaFuncSetAttribute(
+        kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxL1));
+    int blocks = 0;
+    ONEFLITE_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, block_size, 0));
+    return blocks;
+  });
 }
 
 int MaxActiveBlocksPerSm(const void* kernel, const CudaDeviceInfo& info, int block_size,
                          size_t dynamic_smem) {
-  static std::mutex mutex;
-  static std::map<std::tuple<const void*, int, int, size_t>, int> answers;
-  std::lock_guard<std::mutex> lock(mutex);
-  const auto key = std::make_tuple(kernel, info.index, block_size, dynamic_smem);
-  if (auto it = answers.find(key); it != answers.end()) { return it->second; }
-  int blocks = 0;
-  ONEFLITE_CUDA_CHECK(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, block_size, dynamic_smem));
-  answers.emplace(key, blocks);
-  return blocks;
+  static AnswerCache<std::tuple<const void*, int, int, size_t>, int> answers;
+  return answers.Get(std::make_tuple(kernel, info.index, block_size, dynamic_smem), [&] {
+    int blocks = 0;
+    ONEFLITE_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, block_size, dynamic_smem));
+    return blocks;
+  });
 }
 
 const CudaDeviceInfo& CurrentDeviceInfo() {
