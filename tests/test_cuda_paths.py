@@ -257,8 +257,14 @@ def test_float_rows_of_2048_run_fewer_blocks_an_sm_once_there_are_24_waves(cols,
         (oneflite.bfloat16, 8192, "cols_per_thread=16 block=512", False),
         (oneflite.float16, 3072, "cols_per_thread=24 block=128", False),
         (oneflite.bfloat16, 3072, "cols_per_thread=24 block=128", False),
-        (oneflite.float16, 3300, "cols_per_thread=32 block=128", False),
-        (oneflite.bfloat16, 5000, "cols_per_thread=24 block=256", False),
+        (oneflite.float16, 3300, "cols_per_thread=32 block=128", False),  # not whole packs
+        # 16-bit windows that are not a multiple of the block (WholeRowsFallback's kPack)
+        (oneflite.float16, 2560, "cols_per_thread=24 block=128", True),  # 320 packs
+        (oneflite.bfloat16, 3336, "cols_per_thread=32 block=128", True),  # 417
+        (oneflite.float16, 3800, "cols_per_thread=16 block=256", True),  # 475
+        (oneflite.bfloat16, 5000, "cols_per_thread=24 block=256", True),  # 625
+        (oneflite.float16, 6144, "cols_per_thread=24 block=256", False),  # 768: a multiple
+        (oneflite.bfloat16, 7504, "cols_per_thread=16 block=512", True),  # 938
     ],
     ids=lambda v: getattr(v, "name", v),
 )
@@ -267,7 +273,8 @@ def test_block_registers_rows_of_whole_packs_and_ragged_rows(dtype, cols, shape,
     # edge packs (the trace's plan, which describes aligned tensors, has no "ragged"; elsewhere
     # it has), and the same rows one element off a 16-byte boundary (a contiguous view at
     # storage offset 1) take the ragged kernel (a vector load there would fault); all give the
-    # reference's results.
+    # reference's results. The 16-bit shapes take it for windows that are not a multiple of
+    # their block, and 256 x 2 for its full window too.
     for _, plan in _aligned_and_off_a_boundary(kind, dtype, 5, cols):
         assert "block_registers: pack=" in plan, plan
         assert shape in plan and (" ragged" in plan) != whole, plan

@@ -14,6 +14,9 @@
 //   --rows N                             rows of every shape (default the benchmark's: 98304 up
 //                                        to 2048 cols, 2^27 / cols beyond)
 //   --triton DIR                         where the variant triton finds its kernels
+//   --y-offset N                         y starts N elements past an aligned address (x stays
+//                                        aligned), to run the kernels' store fallbacks; the N
+//                                        elements before y and after it must stay untouched
 //
 //   default     the plan PlanSoftmax makes
 //   grid=tiles       one block per tile of rows, never a persistent grid
@@ -120,6 +123,7 @@ struct Options {
   int reps = 20;
   int64_t rows = 0;  // 0: the benchmark's rows for each cols
   std::string triton_dir;
+  int64_t y_offset = 0;
 };
 
 [[maybe_unused]] float ToFloat(__half v) { return __half2float(v); }
@@ -285,7 +289,7 @@ void SkipVariant(const std::string& variant, int64_t cols, Plan& plan) {
 // The block_registers kernel (no cached tail) a plan of 128-1024 threads of 2, 4 or 8 packs
 // launches, for the variants occ=N and hold=off; nullptr for any other plan.
 template <typename T>
-const void* RegistersKernel(const Options& options, const Plan& plan) {
+const void* RegistersKernel(const Options& options, const Plan& plan, int64_t cols) {
   constexpr int P = PackSize<T>::value;
   if (plan.path != Path::kBlockRegisters || plan.cached_packs != 0) { return nullptr; }
   const void* found = nullptr;
@@ -298,13 +302,26 @@ const void* RegistersKernel(const Options& options, const Plan& plan) {
           kAlgorithm != options.algo) {
         return;
       }
-      constexpr bool kFallback = kWholeRowsStoreFallback<T>(kBlock, kPacks);
-      found = plan.ragged
-                  ? reinterpret_cast<const void*>(
-                        BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, false, true>)
-                  : reinterpret_cast<const void*>(
-                        BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, false, false,
-                                                   kFallback>);
+      if (plan.ragged) {
+        found = reinterpret_cast<const void*>(
+            BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, false, true>);
+        return;
+      }
+      const StoreFallback fallback =
+          WholeRowsFallback<T>(kBlock, kPacks, MaxWindowPacks<T>(cols, true));
+      auto take = [&](auto fallback_tag) {
+        constexpr StoreFallback kFallback = decltype(fallback_tag)::value;
+        if constexpr (BuildsWholeRowsKernel<T>(kBlock, kPacks, kFallback)) {
+          if (fallback == kFallback) {
+            found = reinterpret_cast<const void*>(
+                BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, false, false,
+                                           kFallback>);
+          }
+        }
+      };
+      take(std::integral_constant<StoreFallback, StoreFallback::kElements>{});
+      take(std::integral_constant<StoreFallback, StoreFallback::kPack>{});
+      take(std::integral_constant<StoreFallback, StoreFallback::kNone>{});
     }
   };
   auto try_packs = [&](auto block_tag, auto algo_tag) {
@@ -585,7 +602,7 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
     // 4 (HoldFloat512x4), or the planner's hold undone (either kind).
     const bool was_max_l1 = plan.max_l1;
     UnholdMaxL1<T>(options, info, rows, cols, plan);
-    const void* kernel = RegistersKernel<T>(options, plan);
+    const void* kernel = RegistersKernel<T>(options, plan, cols);
     const size_t x_at = variant.find('x');
     size_t smem = 0;
     if (kernel != nullptr && variant != "hold=off") {
@@ -611,7 +628,7 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
     // The plan as it is, its block_registers kernel preferring a carve-out of P percent (-1: no
     // preference); the preference stays with the kernel for the variants after this one.
     UnholdMaxL1<T>(options, info, rows, cols, plan);
-    const void* kernel = RegistersKernel<T>(options, plan);
+    const void* kernel = RegistersKernel<T>(options, plan, cols);
     if (kernel == nullptr) {
       SkipVariant(variant, cols, plan);
     } else {
@@ -707,10 +724,13 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
       h ^= h >> 32;
       host_x[i] = FromFloat<T>((static_cast<float>(h & 0xFFFFFF) / 16777216.f - 0.5f) * 16.f);
     }
-    T *x = nullptr, *y = nullptr, *copy = nullptr;
+    T *x = nullptr, *y_block = nullptr, *copy = nullptr;
     const size_t bytes = n * sizeof(T);
+    const int64_t guard = options.y_offset;  // untouched elements on either side of y
+    const size_t y_block_bytes = (n + 2 * guard) * sizeof(T);
     LAB_CHECK(cudaMalloc(&x, bytes));
-    LAB_CHECK(cudaMalloc(&y, bytes));
+    LAB_CHECK(cudaMalloc(&y_block, y_block_bytes));
+    T* const y = y_block + guard;
     LAB_CHECK(cudaMalloc(&copy, bytes));
     LAB_CHECK(cudaMemcpy(x, host_x.data(), bytes, cudaMemcpyHostToDevice));
 
@@ -724,7 +744,8 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
       if (plan.launch == nullptr) { continue; }  // a warp=WxN rung that does not fit the row
       const TritonKernel triton = triton_variant ? LoadTriton(options, name, cols)
                                                  : TritonKernel{};
-      LAB_CHECK(cudaMemset(y, 0xff, bytes));  // NaN: a row the kernel skipped cannot pass
+      // NaN: a row the kernel skipped cannot pass
+      LAB_CHECK(cudaMemset(y_block, 0xff, y_block_bytes));
       const float ms = MedianMs(stream, flush, options.reps, [&] {
         if (triton_variant) {
           LaunchTriton(triton, stream, rows, cols, x, y);
@@ -762,6 +783,15 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
           if (!(err <= max_error)) { max_error = err; }  // NaN sticks
         }
       }
+      if (guard > 0) {  // a store outside y shows as an infinite error
+        std::vector<unsigned char> edge(guard * sizeof(T));
+        for (const T* at : {y_block, y + n}) {
+          LAB_CHECK(cudaMemcpy(edge.data(), at, edge.size(), cudaMemcpyDeviceToHost));
+          for (const unsigned char b : edge) {
+            if (b != 0xff) { max_error = INFINITY; }
+          }
+        }
+      }
       const double gbps = 2.0 * bytes / (ms * 1e6), copy_gbps = 2.0 * bytes / (copy_ms * 1e6);
       std::printf("%-8s %-11s %-8s %6lld %6lld  %-90s %7.1f %7.1f %6.3f %.2e\n", name,
                   options.algo == Algorithm::kSoftmax ? "softmax" : "log_softmax",
@@ -774,7 +804,7 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
       std::fflush(stdout);
     }
     LAB_CHECK(cudaFree(x));
-    LAB_CHECK(cudaFree(y));
+    LAB_CHECK(cudaFree(y_block));
     LAB_CHECK(cudaFree(copy));
   }
 }
@@ -804,6 +834,8 @@ int main(int argc, char** argv) {
       options.rows = std::stoll(value());
     } else if (arg == "--triton") {
       options.triton_dir = value();
+    } else if (arg == "--y-offset") {
+      options.y_offset = std::stoll(value());
     } else if (arg == "--cols") {
       while (i + 1 < argc && argv[i + 1][0] != '-') {
         options.cols.push_back(std::stoll(argv[++i]));

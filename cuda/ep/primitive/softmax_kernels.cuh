@@ -664,8 +664,7 @@ struct MaxOp {
 template <int kBlock, typename C, typename Op>
 __device__ __forceinline__ C BlockAllReduce(C value, C* posts, Op op) {
   constexpr int kWarps = kBlock / kWarpSize;
-  static_assert(kBlock % kWarpSize == 0 && (kWarps & (kWarps - 1)) == 0,
-                "a block is a power-of-two number of warps");
+  static_assert(kBlock % kWarpSize == 0, "a block is whole warps");
 #if ONEFLITE_SOFTMAX_CUB_REDUCE
   using BlockReduce = cub::BlockReduce<C, kBlock>;
   __shared__ typename BlockReduce::TempStorage storage;
@@ -681,7 +680,14 @@ __device__ __forceinline__ C BlockAllReduce(C value, C* posts, Op op) {
     const int lane = threadIdx.x % kWarpSize;
     if (lane == 0) { posts[threadIdx.x / kWarpSize] = value; }
     __syncthreads();
-    value = GroupAllReduce<kWarps>(posts[lane % kWarps], op);
+    if constexpr ((kWarps & (kWarps - 1)) == 0) {
+      value = GroupAllReduce<kWarps>(posts[lane % kWarps], op);
+    } else {
+      // The lab's blocks of 3 or 6 warps: every thread folds the posts in the same order.
+      value = posts[0];
+#pragma unroll
+      for (int w = 1; w < kWarps; ++w) { value = op(value, posts[w]); }
+    }
   }
   return value;
 #endif
@@ -1073,6 +1079,18 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
 
 // ---- Path 4: a block per row, the row in registers ---------------------------------------------
 
+// How block_registers stores a pack of y where a vector store cannot go: y aligned otherwise
+// than x (possible only for a y the caller gives), or a ragged row's pack that sticks out of it.
+//  * kElements: element by element, each tested against the row's ends (ragged rows need it);
+//  * kPack: element by element, untested: a whole row's packs lie in it whole;
+//  * kNone: whole rows only, no fallback; LaunchBlockRegisters sends such a y to the ragged
+//    kernel.
+// The three compile to different schedules (NOTES items 53, 57 and 63): for whole rows the
+// compiler computes kElements' tests once, ahead of the row loop (float 128 x 4: 56 registers
+// where kPack takes 32, and about 100 instructions before the first load), and which schedule
+// is faster depends on the window (WholeRowsFallback).
+enum class StoreFallback { kElements, kPack, kNone };
+
 // One block of kBlock threads per row, striding over rows; thread t holds window packs
 // t, t + kBlock, ... (kPacks of them) in registers, as the warp path holds a row, and the block
 // reduces as the block paths do (BlockAllReduce). Each element is loaded once, exp-ed once and
@@ -1094,22 +1112,23 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
 // is. PlansWholeRowsKernel says for which shapes the planner takes it. The cached tail needs
 // kRagged.
 //
-// kStoreFallback = false (whole rows only): y is aligned as x, so every store is a vector store
-// and the kernel carries no element-by-element fallback (LaunchBlockRegisters sends a y that is
-// not to the ragged kernel instead). Fewer registers and instructions: kept where it measured
-// ahead (kWholeRowsStoreFallback).
+// kFallback: how a pack of y is stored where a vector store cannot go (StoreFallback): ragged
+// rows test each element against the row's ends; whole rows may store the pack's elements
+// untested, or carry no fallback at all (WholeRowsFallback says which).
 //
 // kMaxL1 changes no instruction: it makes a second copy of the kernel, whose launches prefer the
 // smallest shared-memory carve-out (MaxL1BlocksPerSm), which holds small blocks to fewer an SM
 // than registers allow (HoldFloat128x4). The preference belongs to the function, so the
 // launches that keep the default carve-out need the other copy.
 template <typename T, Algorithm kAlgorithm, int kBlock, int kPacks, bool kCachedTail = false,
-          bool kRagged = true, bool kStoreFallback = true, bool kMaxL1 = false>
+          bool kRagged = true, StoreFallback kFallback = StoreFallback::kElements,
+          bool kMaxL1 = false>
 __global__ void __launch_bounds__(kBlock)
     BlockRegisterSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows,
                                int cols, bool y_vector_ok, int tail_slots, Stagger stagger) {
   static_assert(kRagged || !kCachedTail, "the cached tail's copies handle ragged rows only");
-  static_assert(kStoreFallback || !kRagged, "ragged rows have edges to store element-wise");
+  static_assert(kFallback == StoreFallback::kElements || !kRagged,
+                "ragged rows have edges to store element by element");
   using C = ComputeType<T>;
   constexpr int P = PackSize<T>::value;
   __shared__ C posts[2][kBlock / kWarpSize];  // BlockAllReduce's, for the max and the sum
@@ -1225,12 +1244,16 @@ __global__ void __launch_bounds__(kBlock)
       C out[P];
 #pragma unroll
       for (int j = 0; j < P; ++j) { out[j] = output(v[n * P + j]); }
-      if (!kStoreFallback || (y_vector_ok && (!kRagged || (c0 >= 0 && c0 + P <= cols)))) {
+      constexpr bool kTested = kFallback == StoreFallback::kElements;
+      if (kFallback == StoreFallback::kNone ||
+          (y_vector_ok && (!kRagged || (c0 >= 0 && c0 + P <= cols)))) {
         *reinterpret_cast<Pack<T>*>(y_row + c0) = MakePack<T>(out);
-      } else if constexpr (kStoreFallback) {
+      } else if constexpr (kFallback != StoreFallback::kNone) {
 #pragma unroll
         for (int j = 0; j < P; ++j) {
-          if (c0 + j >= 0 && c0 + j < cols) { y_row[c0 + j] = FromCompute<T>(out[j]); }
+          if (!kTested || (c0 + j >= 0 && c0 + j < cols)) {
+            y_row[c0 + j] = FromCompute<T>(out[j]);
+          }
         }
       }
     }
@@ -1569,16 +1592,17 @@ void LaunchBlock(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t co
 }
 
 template <typename T, Algorithm kAlgorithm, int kBlock, int kPacks, bool kCachedTail = false,
-          bool kRagged = true, bool kStoreFallback = true, bool kMaxL1 = false>
+          bool kRagged = true, StoreFallback kFallback = StoreFallback::kElements,
+          bool kMaxL1 = false>
 void LaunchBlockRegisters(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols,
                           const void* x, void* y) {
-  if constexpr (!kStoreFallback) {
+  if constexpr (kFallback == StoreFallback::kNone) {
     if (!SameAlignment(x, y)) {  // y's packs would straddle 16-byte boundaries
       LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks>(plan, stream, rows, cols, x, y);
       return;
     }
   }
-  BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, kCachedTail, kRagged, kStoreFallback,
+  BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, kCachedTail, kRagged, kFallback,
                              kMaxL1><<<plan.grid, kBlock, plan.smem, stream>>>(
       static_cast<const T*>(x), static_cast<T*>(y), rows, static_cast<int>(cols),
       SameAlignment(x, y), plan.cached_packs / kBlock, plan.stagger);
@@ -1889,38 +1913,61 @@ bool PlanTileRows(const CudaDeviceInfo& info, int64_t rows, int64_t cols, Plan& 
 // lab only the planned shapes have it).
 enum class RowsKernel { kPlanned, kRagged, kWhole };
 
-// Whether the block_registers shape has a whole-pack kernel (kRagged = false) outside the lab,
-// and whether the planner runs aligned rows of `window` packs on it: where it measured ahead of
-// the ragged kernel (NOTES item 53, H200, fractions of copy, three builds): float 512 x 4 (8192
-// columns, +0.2-0.6%), 1024 x 8 (32768, +0.3-0.7%) and 128 x 4 for rows that leave every
-// thread's fourth pack empty (1536 columns, +0.5-0.75%; full rows, 2048 columns, -0.6%), and the
-// 16-bit types' 256 x 2 (4096, +0.5-0.8%), and float 512 x 8 without its store fallback
-// (16384, kWholeRowsStoreFallback). Elsewhere it measured level or behind (float 512 x 2 at 4096
-// columns: -0.6%), with its registers and schedule the compiler's choice; the ragged kernel runs
-// those rows, as it does every row that is not whole packs.
+// Whether the block_registers shape has a whole-rows kernel (kRagged = false) with the store
+// fallback `fallback` outside the lab (the lab builds one of each fallback for every shape), and
+// whether the planner runs aligned rows of `window` packs on it: where it measured ahead of the
+// ragged kernel. On an H200 (tools/softmax_lab.cu, fractions of copy):
+//  * float, with kElements (NOTES item 53, three builds): 512 x 4 (8192 columns, +0.2-0.6%),
+//    1024 x 8 (32768, +0.3-0.7%) and 128 x 4 for rows that leave every thread's fourth pack
+//    empty (1536 columns, +0.5-0.75%; full rows, 2048 columns, -0.6%); 512 x 8 with kNone
+//    (16384, +0.5-0.6%; items 57 and 60). float 512 x 2 at 4096 columns measured -0.6%.
+//  * the 16-bit types (item 63, two rounds): 256 x 2 with kElements where every thread holds
+//    two packs (4096 columns, +0.5-0.8%, item 53). Where the window is not a multiple of the
+//    block, so threads hold different numbers of packs, every 16-bit shape with kPack: 256 x 2
+//    3592-4032 columns 0.944-0.992 -> 0.999-1.008 (against kElements), 256 x 3 at 5000 0.960 ->
+//    1.001 and at 5504 +0.4% (against the ragged kernel), 512 x 2 at 7504 +1.5-2.5% and at 8000
+//    +0.3-0.8%, 128 x 4 at 3336 +1.0%, 128 x 3 at 2560 +0.2%; behind at 6000 (256 x 3, -0.7%)
+//    and 3504 (128 x 4, -0.3%). Where it is a multiple, kPack lost 0.2-0.6% (3072 level,
+//    4096, 6144, 8192), and those rows keep the ragged kernel but for 256 x 2's kElements.
+// Elsewhere the ragged kernel runs whole rows, as it does every row that is not whole packs;
+// each kernel's registers and schedule are the compiler's choice.
 template <typename T>
-constexpr bool HasWholeRowsKernel(int block, int packs) {
+constexpr bool HasWholeRowsKernel(int block, int packs, StoreFallback fallback) {
   if constexpr (kIs16Bit<T>) {
-    return block == 256 && packs == 2;
+    const bool pair = block == 256 && packs == 2;
+    const bool uneven = (block == 128 && (packs == 3 || packs == 4)) || pair ||
+                        (block == 256 && packs == 3) || (block == 512 && packs == 2);
+    return fallback == StoreFallback::kPack ? uneven : fallback == StoreFallback::kElements && pair;
+  } else if constexpr (std::is_same_v<T, float>) {
+    if (fallback == StoreFallback::kNone) { return block == 512 && packs == 8; }
+    return fallback == StoreFallback::kElements &&
+           ((block == 128 && packs == 4) || (block == 512 && packs == 4) ||
+            (block == 1024 && packs == 8));
   } else {
-    return std::is_same_v<T, float> && ((block == 128 && packs == 4) ||
-                                        (block == 512 && packs == 4) ||
-                                        (block == 512 && packs == 8) ||
-                                        (block == 1024 && packs == 8));
+    return false;
   }
 }
-// Whether that whole-rows kernel keeps its element-by-element store fallback (for a y aligned
-// otherwise than x), or leaves such a y to the ragged kernel (kStoreFallback = false). Without
-// it, float 512 x 8 at 16384 columns measured +0.5-0.6% (NOTES items 57 and 60), where with it
-// the whole-rows kernel was level with the ragged one; 128 x 4 at 1536 lost 0.6% without it.
+// The store fallback of the whole-rows kernel for rows of `window` packs (see above).
 template <typename T>
-constexpr bool kWholeRowsStoreFallback(int block, int packs) {
-  return !(std::is_same_v<T, float> && block == 512 && packs == 8);
+constexpr StoreFallback WholeRowsFallback(int block, int packs, int64_t window) {
+  if (std::is_same_v<T, float> && block == 512 && packs == 8) { return StoreFallback::kNone; }
+  if (kIs16Bit<T> && window % block != 0) { return StoreFallback::kPack; }
+  return StoreFallback::kElements;
 }
 template <typename T>
 constexpr bool PlansWholeRowsKernel(int block, int packs, int64_t window) {
   const bool last_pack_empty = window <= int64_t{block} * (packs - 1);
-  return HasWholeRowsKernel<T>(block, packs) && (block != 128 || last_pack_empty);
+  return HasWholeRowsKernel<T>(block, packs, WholeRowsFallback<T>(block, packs, window)) &&
+         (kIs16Bit<T> || block != 128 || last_pack_empty);
+}
+// Whether this build has the whole-rows kernel: the planner's, or in the lab every shape's, but
+// kNone only where the planner has it.
+template <typename T>
+constexpr bool BuildsWholeRowsKernel(int block, int packs, StoreFallback fallback) {
+#ifdef ONEFLITE_SOFTMAX_LAB
+  if (fallback != StoreFallback::kNone) { return true; }
+#endif
+  return HasWholeRowsKernel<T>(block, packs, fallback);
 }
 
 // float block_registers on 512 threads of 4 packs (rows of 1537-2048 packs, 6145-8192 columns)
@@ -2101,22 +2148,25 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
           reinterpret_cast<const void*>(&BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks>);
       plan.launch = &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks>;
       plan.ragged = true;
-#ifdef ONEFLITE_SOFTMAX_LAB
-      constexpr bool kBuilt = true;
-#else
-      constexpr bool kBuilt = HasWholeRowsKernel<T>(kBlock, kPacks);
-#endif
-      if constexpr (kBuilt) {
-        const bool planned = PlansWholeRowsKernel<T>(kBlock, kPacks, window);
-        if (whole_rows && (rows_kernel == RowsKernel::kWhole ||
-                           (rows_kernel == RowsKernel::kPlanned && planned))) {
-          constexpr bool kFallback = kWholeRowsStoreFallback<T>(kBlock, kPacks);
-          kernel = reinterpret_cast<const void*>(
-              &BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, false, false, kFallback>);
-          plan.launch =
-              &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks, false, false, kFallback>;
-          plan.ragged = false;
-        }
+      const bool planned_whole =
+          rows_kernel == RowsKernel::kPlanned && PlansWholeRowsKernel<T>(kBlock, kPacks, window);
+      if (whole_rows && (rows_kernel == RowsKernel::kWhole || planned_whole)) {
+        const StoreFallback fallback = WholeRowsFallback<T>(kBlock, kPacks, window);
+        auto take = [&](auto fallback_tag) {
+          constexpr StoreFallback kFallback = decltype(fallback_tag)::value;
+          if constexpr (BuildsWholeRowsKernel<T>(kBlock, kPacks, kFallback)) {
+            if (fallback != kFallback) { return; }
+            kernel = reinterpret_cast<const void*>(&BlockRegisterSoftmaxKernel<
+                                                   T, kAlgorithm, kBlock, kPacks, false, false,
+                                                   kFallback>);
+            plan.launch =
+                &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks, false, false, kFallback>;
+            plan.ragged = false;
+          }
+        };
+        take(std::integral_constant<StoreFallback, StoreFallback::kElements>{});
+        take(std::integral_constant<StoreFallback, StoreFallback::kPack>{});
+        take(std::integral_constant<StoreFallback, StoreFallback::kNone>{});
       }
       plan.path = Path::kBlockRegisters;
       plan.pack = P;
@@ -2132,10 +2182,12 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
       if constexpr (std::is_same_v<T, float> && kBlock == 128 && kPacks == 4) {
         constexpr bool kMaxL1 = true;
         const auto* held = reinterpret_cast<const void*>(
-            &BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, false, true, true, kMaxL1>);
+            &BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, false, true,
+                                        StoreFallback::kElements, kMaxL1>);
         if (plan.ragged && HoldFloat128x4(held, info, rows, window, active, plan)) {
           plan.launch =
-              &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks, false, true, true, kMaxL1>;
+              &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks, false, true,
+                                    StoreFallback::kElements, kMaxL1>;
         }
       }
       SetGrid(plan, rows, info, active, /*persistent=*/false);
@@ -2166,6 +2218,11 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
     consider(std::integral_constant<int, 256>{}, std::integral_constant<int, 3>{});
   }
   consider(std::integral_constant<int, 256>{}, std::integral_constant<int, 8>{});
+  consider(std::integral_constant<int, 96>{}, std::integral_constant<int, 2>{});
+  consider(std::integral_constant<int, 96>{}, std::integral_constant<int, 4>{});
+  consider(std::integral_constant<int, 192>{}, std::integral_constant<int, 1>{});
+  consider(std::integral_constant<int, 192>{}, std::integral_constant<int, 2>{});
+  consider(std::integral_constant<int, 384>{}, std::integral_constant<int, 1>{});
 #endif
   return chosen;
 }
