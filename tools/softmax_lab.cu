@@ -307,21 +307,15 @@ const void* RegistersKernel(const Options& options, const Plan& plan, int64_t co
             BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, false, true>);
         return;
       }
-      const StoreFallback fallback =
-          WholeRowsFallback<T>(kBlock, kPacks, MaxWindowPacks<T>(cols, true));
-      auto take = [&](auto fallback_tag) {
-        constexpr StoreFallback kFallback = decltype(fallback_tag)::value;
-        if constexpr (BuildsWholeRowsKernel<T>(kBlock, kPacks, kFallback)) {
-          if (fallback == kFallback) {
+      // The whole-rows kernel the plan took: the planner's fallback for this row.
+      WithWholeRowsKernel<T, kBlock, kPacks>(
+          WholeRowsFallback<T>(kBlock, kPacks, MaxWindowPacks<T>(cols, true)),
+          [&](auto fallback_tag) {
+            constexpr StoreFallback kFallback = decltype(fallback_tag)::value;
             found = reinterpret_cast<const void*>(
                 BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, false, false,
                                            kFallback>);
-          }
-        }
-      };
-      take(std::integral_constant<StoreFallback, StoreFallback::kElements>{});
-      take(std::integral_constant<StoreFallback, StoreFallback::kPack>{});
-      take(std::integral_constant<StoreFallback, StoreFallback::kNone>{});
+          });
     }
   };
   auto try_packs = [&](auto block_tag, auto algo_tag) {

@@ -1924,7 +1924,7 @@ enum class RowsKernel { kPlanned, kRagged, kWhole };
 //  * the 16-bit types (item 63, two rounds): 256 x 2 with kElements where every thread holds
 //    two packs (4096 columns, +0.5-0.8%, item 53). Where the window is not a multiple of the
 //    block, so threads hold different numbers of packs, every 16-bit shape with kPack: 256 x 2
-//    3592-4032 columns 0.944-0.992 -> 0.999-1.008 (against kElements), 256 x 3 at 5000 0.960 ->
+//    3592-4032 columns 0.943-0.993 -> 0.999-1.008 (against kElements), 256 x 3 at 5000 0.960 ->
 //    1.001 and at 5504 +0.4% (against the ragged kernel), 512 x 2 at 7504 +1.5-2.5% and at 8000
 //    +0.3-0.8%, 128 x 4 at 3336 +1.0%, 128 x 3 at 2560 +0.2%; behind at 6000 (256 x 3, -0.7%)
 //    and 3504 (128 x 4, -0.3%). Where it is a multiple, kPack lost 0.2-0.6% (3072 level,
@@ -1935,9 +1935,10 @@ template <typename T>
 constexpr bool HasWholeRowsKernel(int block, int packs, StoreFallback fallback) {
   if constexpr (kIs16Bit<T>) {
     const bool pair = block == 256 && packs == 2;
-    const bool uneven = (block == 128 && (packs == 3 || packs == 4)) || pair ||
-                        (block == 256 && packs == 3) || (block == 512 && packs == 2);
-    return fallback == StoreFallback::kPack ? uneven : fallback == StoreFallback::kElements && pair;
+    if (fallback == StoreFallback::kElements) { return pair; }
+    return fallback == StoreFallback::kPack &&
+           (pair || (block == 128 && (packs == 3 || packs == 4)) || (block == 256 && packs == 3) ||
+            (block == 512 && packs == 2));
   } else if constexpr (std::is_same_v<T, float>) {
     if (fallback == StoreFallback::kNone) { return block == 512 && packs == 8; }
     return fallback == StoreFallback::kElements &&
@@ -1968,6 +1969,26 @@ constexpr bool BuildsWholeRowsKernel(int block, int packs, StoreFallback fallbac
   if (fallback != StoreFallback::kNone) { return true; }
 #endif
   return HasWholeRowsKernel<T>(block, packs, fallback);
+}
+// Calls fn(std::integral_constant<StoreFallback, F>{}) with F = `fallback` if this build has
+// that whole-rows kernel for kBlock x kPacks (BuildsWholeRowsKernel), and says whether it did:
+// the run-time choice of WholeRowsFallback turned into the template argument of the kernel.
+template <typename T, int kBlock, int kPacks, typename Fn>
+bool WithWholeRowsKernel(StoreFallback fallback, Fn&& fn) {
+  bool found = false;
+  auto take = [&](auto fallback_tag) {
+    constexpr StoreFallback kFallback = decltype(fallback_tag)::value;
+    if constexpr (BuildsWholeRowsKernel<T>(kBlock, kPacks, kFallback)) {
+      if (fallback == kFallback) {
+        fn(fallback_tag);
+        found = true;
+      }
+    }
+  };
+  take(std::integral_constant<StoreFallback, StoreFallback::kElements>{});
+  take(std::integral_constant<StoreFallback, StoreFallback::kPack>{});
+  take(std::integral_constant<StoreFallback, StoreFallback::kNone>{});
+  return found;
 }
 
 // float block_registers on 512 threads of 4 packs (rows of 1537-2048 packs, 6145-8192 columns)
@@ -2151,22 +2172,16 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
       const bool planned_whole =
           rows_kernel == RowsKernel::kPlanned && PlansWholeRowsKernel<T>(kBlock, kPacks, window);
       if (whole_rows && (rows_kernel == RowsKernel::kWhole || planned_whole)) {
-        const StoreFallback fallback = WholeRowsFallback<T>(kBlock, kPacks, window);
-        auto take = [&](auto fallback_tag) {
-          constexpr StoreFallback kFallback = decltype(fallback_tag)::value;
-          if constexpr (BuildsWholeRowsKernel<T>(kBlock, kPacks, kFallback)) {
-            if (fallback != kFallback) { return; }
-            kernel = reinterpret_cast<const void*>(&BlockRegisterSoftmaxKernel<
-                                                   T, kAlgorithm, kBlock, kPacks, false, false,
-                                                   kFallback>);
-            plan.launch =
-                &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks, false, false, kFallback>;
-            plan.ragged = false;
-          }
-        };
-        take(std::integral_constant<StoreFallback, StoreFallback::kElements>{});
-        take(std::integral_constant<StoreFallback, StoreFallback::kPack>{});
-        take(std::integral_constant<StoreFallback, StoreFallback::kNone>{});
+        WithWholeRowsKernel<T, kBlock, kPacks>(
+            WholeRowsFallback<T>(kBlock, kPacks, window), [&](auto fallback_tag) {
+              constexpr StoreFallback kFallback = decltype(fallback_tag)::value;
+              kernel = reinterpret_cast<const void*>(&BlockRegisterSoftmaxKernel<
+                                                     T, kAlgorithm, kBlock, kPacks, false, false,
+                                                     kFallback>);
+              plan.launch =
+                  &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks, false, false, kFallback>;
+              plan.ragged = false;
+            });
       }
       plan.path = Path::kBlockRegisters;
       plan.pack = P;
