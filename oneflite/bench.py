@@ -16,11 +16,13 @@ Providers:
 
 Every result is checked against a float64 reference before it is timed. GPU times come from CUDA
 events around each call on one shared stream (oneflite's, which torch and Triton are pointed at),
-the median of 100 calls after warm-up, the providers' calls taken in turns. The GPU providers write
-into the same memory (oneflite's output block, lent to the others), since where an output lies
-moves a copy's bandwidth by up to 0.9%, more than some margins between them. Before each timed call
-the stream reads a buffer four times the size of the L2 cache: short rows make tensors of only 6-50
-MB, which a previous call would otherwise leave in L2. The flush reads rather than writes, so that
+the median of 100 calls after warm-up, the providers' calls taken in turns. Where a tensor lies in
+memory moves even a copy's bandwidth by up to 0.9%, more than some margins between the providers,
+so every call of a round uses the same memory (one input, and oneflite's output block, lent to the
+others), and the rounds take four such placements in turn (``--placements``), so that no provider
+is timed at one lucky or unlucky address. Before each timed call the stream reads a buffer four
+times the size of the L2 cache: short rows make tensors of only 6-50 MB, which a previous call
+would otherwise leave in L2. The flush reads rather than writes, so that
 the timed call does not pay for writing back dirty lines, and it keeps the GPU busy while the host
 launches the call, so launch cost is not timed (``--overhead`` measures that). CPU times use the
 median of wall-clock repeats (``--statistic min``: the minimum, for a machine shared with other
@@ -142,13 +144,54 @@ class WithOutput:
 
 
 @dataclass
+class Input:
+    """One placement's input: the oneflite tensor and, on the GPU, a torch view of its memory."""
+
+    x: oneflite.Tensor
+    tx: Any
+
+
+class Placements:
+    """Where in memory each round of a GPU shape's timed calls runs: the rounds take K places in
+    turn, and every call of a round uses the same one, an input and an output block.
+
+    The inputs are K copies of x. The outputs come from oneflite's allocator, which hands a
+    freed block to the next allocation of its size (the last freed first): before each call the
+    round's block is let go (``release``), the call's output takes it, and the output is kept
+    (``hold``) until the round comes round again. So oneflite's own output and the block lent to
+    a peer (``Bench._output_like``) land in the round's block alike. ``used`` records the
+    output's address of every call, by provider."""
+
+    def __init__(self, inputs: list[Input]) -> None:
+        self.inputs = inputs
+        self.index = 0
+        self._held: list[Any] = [None] * len(inputs)
+        self.used: dict[str, list[int]] = {}
+
+    def start_round(self, n: int) -> None:
+        self.index = n % len(self.inputs)
+
+    @property
+    def input(self) -> Input:
+        return self.inputs[self.index]
+
+    def release(self) -> None:
+        self._held[self.index] = None
+
+    def hold(self, name: str, output: Any) -> None:
+        self._held[self.index] = output
+        self.used.setdefault(name, []).append(output.data_ptr() if output is not None else 0)
+
+
+@dataclass
 class Timer:
     """Median (or minimum) time of each of several calls in milliseconds: CUDA events on the GPU,
     perf_counter on the CPU. The calls' repeats are interleaved, one round of every call at a
     time, so that a burst of other work on the machine lands on all of them alike rather than
-    on whichever was being timed. On the CPU each timed call follows an untimed one of the same
-    call, so that it finds its own thread pool awake and its own data in cache, as it would
-    back to back, not whatever the call before it left."""
+    on whichever was being timed; on the GPU the rounds may take turns over places in memory
+    (Placements). On the CPU each timed call follows an untimed one of the same call, so that
+    it finds its own thread pool awake and its own data in cache, as it would back to back, not
+    whatever the call before it left."""
 
     device: str
     torch: Any = None
@@ -160,17 +203,27 @@ class Timer:
     def __call__(self, fn: Callable[[], Any]) -> float:
         return self.interleaved({"": fn})[""]
 
-    def interleaved(self, fns: dict[str, Callable[[], Any]]) -> dict[str, float]:
+    def interleaved(self, fns: dict[str, Callable[[], Any]],
+                    places: Optional[Placements] = None) -> dict[str, float]:
         for fn in fns.values():
             for _ in range(self.warmup):
                 fn()
         times: dict[str, list[float]] = {name: [] for name in fns}
-        for _ in range(self.repeats):
+        for n in range(self.repeats):
+            if places is not None:
+                places.start_round(n)
             for name, fn in fns.items():
-                times[name].append(self._time(fn))
+                if places is not None:
+                    places.release()
+                ms, output = self._time(fn)
+                times[name].append(ms)
+                if places is not None:
+                    places.hold(name, output)
+                del output  # else the next call's release would not free the block
         return {name: self._summary(t) for name, t in times.items()}
 
-    def _time(self, fn: Callable[[], Any]) -> float:
+    def _time(self, fn: Callable[[], Any]) -> tuple[float, Any]:
+        """One timed call: its time and its output (on the GPU; None on the CPU)."""
         if self.device == "cuda":
             start = self.torch.cuda.Event(enable_timing=True)
             end = self.torch.cuda.Event(enable_timing=True)
@@ -181,14 +234,14 @@ class Timer:
             if isinstance(fn, WithOutput):
                 fn.run(output)
             else:
-                fn()
+                output = fn()
             end.record()
             end.synchronize()
-            return start.elapsed_time(end)
+            return start.elapsed_time(end), output
         fn()
         begin = time.perf_counter()
         fn()
-        return (time.perf_counter() - begin) * 1e3
+        return (time.perf_counter() - begin) * 1e3, None
 
     def _summary(self, times: list[float]) -> float:
         return min(times) if self.statistic == "min" else statistics.median(times)
@@ -239,8 +292,10 @@ def _check(name: str, got: np.ndarray, want: np.ndarray, dtype: str) -> Optional
 class Bench:
     """Runs the providers at one (device, dtype, op, rows, cols) and returns their results."""
 
-    def __init__(self, device: str, repeats: int, statistic: str = "median") -> None:
+    def __init__(self, device: str, repeats: int, statistic: str = "median",
+                 placements: int = 1) -> None:
         self.device = device
+        self.placements = placements if device == "cuda" else 1
         self.torch = _import_torch()
         self.timer = Timer(device, self.torch, repeats=repeats, statistic=statistic)
         self.triton = _triton_softmax() if device == "cuda" else None
@@ -266,13 +321,14 @@ class Bench:
         torch = self.torch
         nbytes = rows * cols * DTYPES[dtype].itemsize
         x = self._random(rows, cols, dtype, seed)
+        places = Placements(self._inputs(x))
         fn = oneflite.nn.functional.softmax if op == "softmax" else \
             oneflite.nn.functional.log_softmax
-        providers: dict[str, Callable[[], Any]] = {"oneflite": lambda: fn(x, dim=1)}
+        providers: dict[str, Callable[[], Any]] = {
+            "oneflite": lambda: fn(places.input.x, dim=1)}
         if self.device == "cuda":
-            tx = torch.from_dlpack(x)
             out = self._output_like(x)
-            providers["copy"] = WithOutput(out, lambda y: y.copy_(tx))
+            providers["copy"] = WithOutput(out, lambda y: y.copy_(places.input.tx))
         elif torch is not None:
             # torch copies with all its threads, as the softmax providers compute with theirs.
             src_t = torch.ones(nbytes, dtype=torch.uint8)
@@ -287,9 +343,10 @@ class Bench:
         if self.device == "cuda":
             # torch.softmax's own op (aten::_softmax, which it dispatches to), writing into `out`.
             aten = torch.ops.aten._softmax if op == "softmax" else torch.ops.aten._log_softmax
-            providers["torch"] = WithOutput(out, lambda y: aten.out(tx, 1, False, out=y))
+            providers["torch"] = WithOutput(
+                out, lambda y: aten.out(places.input.tx, 1, False, out=y))
             if self.triton is not None and op == "softmax":
-                providers["triton"] = WithOutput(out, lambda y: self.triton(tx, y))
+                providers["triton"] = WithOutput(out, lambda y: self.triton(places.input.tx, y))
         elif torch is not None:
             tx = torch.from_dlpack(x)
             torch_fn = torch.softmax if op == "softmax" else torch.log_softmax
@@ -310,7 +367,8 @@ class Bench:
                                       note=f"WRONG: {note}"))
             else:
                 timed[name] = call
-        times = self.timer.interleaved(timed)
+        times = self.timer.interleaved(timed, places if self.device == "cuda" else None)
+        self.last_placements = places
         for name, ms in times.items():
             results.append(Result(self.device, dtype, op, rows, cols, name, ms,
                                   2 * nbytes / (ms * 1e-3) / 1e9))
@@ -321,6 +379,15 @@ class Bench:
             if r.ms is not None and copy_ms is not None:
                 r.fraction_of_copy = copy_ms / r.ms
         return results
+
+    def _inputs(self, x: oneflite.Tensor) -> list[Input]:
+        """x, and on the GPU copies of it up to the number of placements, each in memory of its
+        own (Placements)."""
+        if self.device != "cuda":
+            return [Input(x, None)]
+        first = self.torch.from_dlpack(x)
+        copies = [first] + [first.clone() for _ in range(self.placements - 1)]
+        return [Input(oneflite.from_dlpack(t) if i else x, t) for i, t in enumerate(copies)]
 
     def _output_like(self, x: oneflite.Tensor) -> Callable[[], Any]:
         """Output buffers for the GPU peers, as torch tensors over memory from oneflite's
@@ -531,9 +598,15 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="what each provider's timed calls are reduced to (default median; "
                              "min suits a machine shared with other jobs, where the least "
                              "disturbed call is the best estimate)")
+    parser.add_argument("--placements", type=int, default=4,
+                        help="places in memory (an input and an output block each) that a GPU "
+                             "shape's rounds of calls take in turn (default 4; where a tensor "
+                             "lies moves a copy by up to 0.9%%)")
     parser.add_argument("--overhead", action="store_true",
                         help="only measure the per-call cost of a 1x8 CPU softmax")
     args = parser.parse_args(argv)
+    if args.placements < 1:
+        parser.error("--placements must be at least 1")
     if args.threads is not None:
         if args.threads < 1:
             parser.error("--threads must be at least 1")
@@ -556,7 +629,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     jobs = [(d, t, o, c) for d in devices for t in args.dtypes for o in args.ops
             for c in cols_list]
     results: list[Result] = []
-    benches = {d: Bench(d, repeats[d], args.statistic) for d in devices}
+    benches = {d: Bench(d, repeats[d], args.statistic, args.placements) for d in devices}
     for i, (device, dtype, op, cols) in enumerate(jobs):
         _progress(i, len(jobs), f"{device} {dtype} {op} cols={cols}")
         rows = rows_for(cols, device, args.quick)
@@ -566,6 +639,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     env = environment()
     env["statistic"] = args.statistic
     env["repeats"] = repeats
+    if "cuda" in devices:
+        env["gpu_placements"] = args.placements
     print(f"oneflite.bench on {env.get('gpu', 'no GPU')} / {env['cpu']}, {env['date']}")
     print(", ".join(f"{k} {v}" for k, v in env.items() if k in ("oneflite", "torch", "triton",
                                                                   "numpy")))
@@ -574,7 +649,8 @@ def main(argv: Optional[list[str]] = None) -> int:
               f"{env.get('torch_threads', '-')}; times: {args.statistic} of {repeats['cpu']} "
               "calls")
     if "cuda" in devices:
-        print(f"GPU times: {args.statistic} of {repeats['cuda']} calls, each after an L2 flush")
+        print(f"GPU times: {args.statistic} of {repeats['cuda']} calls, each after an L2 flush, "
+              f"in rounds over {args.placements} placements in memory")
     print(table(results))
     print()
     summary = summarize(results)

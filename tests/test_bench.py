@@ -112,6 +112,63 @@ def test_timer_takes_the_calls_in_turns_and_reduces_each_to_its_median(monkeypat
     assert times == {"a": pytest.approx(1.0), "b": pytest.approx(4.0)}
 
 
+def test_gpu_rounds_take_turns_over_placements_and_share_each_one() -> None:
+    """Every call of a round reads the round's input and writes into the round's output block,
+    and the rounds cycle over the placements. The allocator is a stand-in with the contract of
+    oneflite's: a freed block goes to the next allocation (the last freed first)."""
+    from oneflite.bench import Input, Placements, Timer, WithOutput
+
+    free: list[int] = []
+    fresh = iter(range(1000, 2000))
+
+    class Block:
+        def __init__(self, address: int) -> None:
+            self.address = address
+
+        def data_ptr(self) -> int:
+            return self.address
+
+        def __del__(self) -> None:
+            free.append(self.address)
+
+    def allocate() -> Block:
+        return Block(free.pop() if free else next(fresh))
+
+    class Event:
+        def __init__(self, enable_timing: bool) -> None:
+            pass
+
+        def record(self) -> None:
+            pass
+
+        def synchronize(self) -> None:
+            pass
+
+        def elapsed_time(self, end: "Event") -> float:
+            return 1.0
+
+    places = Placements([Input(x, None) for x in ("x0", "x1", "x2")])
+    read: dict[str, list[str]] = {"own": [], "lent": []}
+
+    def own() -> Block:  # allocates its own output, like oneflite's softmax
+        read["own"].append(places.input.x)
+        return allocate()
+
+    def lent(y: Block) -> Block:  # writes into a block made for it, like a peer
+        read["lent"].append(places.input.x)
+        return y
+
+    free.append(7)  # a block of this size some earlier call left behind
+    timer = Timer("cuda", SimpleNamespace(cuda=SimpleNamespace(Event=Event)), warmup=1,
+                  repeats=7)
+    timer.interleaved({"own": own, "lent": WithOutput(allocate, lent)}, places)
+    rounds = ["x0", "x1", "x2"] * 2 + ["x0"]
+    assert read["own"][1:] == rounds and read["lent"][1:] == rounds  # [0]: the warm-up
+    assert places.used["own"] == places.used["lent"]
+    blocks = places.used["own"]
+    assert len(set(blocks[:3])) == 3 and blocks[3:] == blocks[:3] + blocks[:1]
+
+
 needs_gpu_and_torch = pytest.mark.skipif(
     not oneflite.cuda.is_available() or importlib.util.find_spec("torch") is None,
     reason="needs a CUDA GPU and torch",
@@ -137,6 +194,24 @@ def test_gpu_peers_write_into_the_block_oneflite_writes() -> None:
     assert out().data_ptr() == address
     held = out()
     assert out().data_ptr() != held.data_ptr()  # a live buffer is never lent twice
+
+
+@needs_gpu_and_torch
+def test_gpu_rounds_take_turns_over_placements_in_oneflites_allocator() -> None:
+    """With oneflite's real allocator: every provider of a round writes the round's block, and
+    the rounds cycle over as many blocks as there are placements, each with its own input."""
+    from oneflite.bench import Bench
+
+    bench = Bench("cuda", repeats=9, placements=3)
+    results = bench.run("float32", "softmax", 64, 1000, seed=0)
+    assert all(r.ms is not None and not r.note for r in results)
+    places = bench.last_placements
+    assert len({t.data_ptr() for t in (i.tx for i in places.inputs)}) == 3
+    blocks = places.used["oneflite"]
+    assert len(blocks) == 9 and len(set(blocks)) == 3
+    assert blocks[3:] == blocks[:6]
+    for name in ("copy", "torch"):
+        assert places.used[name] == blocks, name
 
 
 @needs_gpu_and_torch

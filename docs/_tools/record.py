@@ -62,6 +62,9 @@ def _measured_on(env: dict[str, Any], device: str) -> str:
     repeats = (env.get("repeats") or {}).get(device)  # absent from results before it was kept
     times = f" Each time is the {env.get('statistic', 'median')} of {repeats} calls." \
         if repeats else ""
+    placements = env.get("gpu_placements") if device == "cuda" else None
+    if placements and placements > 1:  # absent from results before the rounds took turns
+        times += f" The calls' rounds took {placements} places in memory in turn."
     return f"Measured on {where}, {date} ({versions}).{joined}{times}"
 
 
