@@ -22,12 +22,12 @@ so every call of a round uses the same memory (one input, and oneflite's output 
 others), and the rounds take four such placements in turn (``--placements``), so that no provider
 is timed at one lucky or unlucky address. Before each timed call the stream reads a buffer four
 times the size of the L2 cache: short rows make tensors of only 6-50 MB, which a previous call
-would otherwise leave in L2. The flush reads rather than writes, so that
-the timed call does not pay for writing back dirty lines, and it keeps the GPU busy while the host
-launches the call, so launch cost is not timed (``--overhead`` measures that). CPU times use the
-median of wall-clock repeats (``--statistic min``: the minimum, for a machine shared with other
-jobs), each right after an untimed call of the same provider: there nothing is flushed, and every
-CPU provider runs on warm caches and an awake thread pool.
+would otherwise leave in L2. The flush reads rather than writes, so that the timed call does not
+pay for writing back dirty lines, and it keeps the GPU busy while the host launches the call, so
+launch cost is not timed (``--overhead`` measures that). CPU times use the median of wall-clock
+repeats (``--statistic min``: the minimum, for a machine shared with other jobs), each right after
+an untimed call of the same provider: there nothing is flushed, and every CPU provider runs on warm
+caches and an awake thread pool.
 
 Examples::
 
@@ -62,6 +62,7 @@ from oneflite import _C
 SWEEP_COLS = [32, 64, 100, 128, 256, 512, 768, 1000, 1024, 1025, 1536, 2048, 3072, 4096, 5000,
               8192, 12345, 16384, 32768, 65536]
 QUICK_COLS = [32, 1000, 4096]
+GPU_PLACEMENTS = 4  # places in memory a GPU shape's rounds take in turn (Placements)
 DTYPES = {"float32": oneflite.float32, "float16": oneflite.float16,
           "bfloat16": oneflite.bfloat16, "float64": oneflite.float64}
 OPS = ("softmax", "log_softmax")
@@ -293,9 +294,10 @@ class Bench:
     """Runs the providers at one (device, dtype, op, rows, cols) and returns their results."""
 
     def __init__(self, device: str, repeats: int, statistic: str = "median",
-                 placements: int = 1) -> None:
+                 placements: int = GPU_PLACEMENTS) -> None:
         self.device = device
         self.placements = placements if device == "cuda" else 1
+        self.last_placements: Optional[Placements] = None  # the last shape's, for inspection
         self.torch = _import_torch()
         self.timer = Timer(device, self.torch, repeats=repeats, statistic=statistic)
         self.triton = _triton_softmax() if device == "cuda" else None
@@ -598,10 +600,10 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="what each provider's timed calls are reduced to (default median; "
                              "min suits a machine shared with other jobs, where the least "
                              "disturbed call is the best estimate)")
-    parser.add_argument("--placements", type=int, default=4,
+    parser.add_argument("--placements", type=int, default=GPU_PLACEMENTS,
                         help="places in memory (an input and an output block each) that a GPU "
-                             "shape's rounds of calls take in turn (default 4; where a tensor "
-                             "lies moves a copy by up to 0.9%%)")
+                             f"shape's rounds of calls take in turn (default {GPU_PLACEMENTS}; "
+                             "where a tensor lies moves a copy by up to 0.9%%)")
     parser.add_argument("--overhead", action="store_true",
                         help="only measure the per-call cost of a 1x8 CPU softmax")
     args = parser.parse_args(argv)
