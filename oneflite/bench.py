@@ -592,7 +592,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                              "takes microseconds and a short row's median moves by 0.5%% over "
                              "20; 20 on the CPU; 5 with --quick)")
     parser.add_argument("--out", type=Path, default=Path("bench-results"),
-                        help="folder for results.json and results.png")
+                        help="folder for results.json and results.png (overhead.json with "
+                             "--overhead)")
     parser.add_argument("--threads", type=int, default=None,
                         help="CPU threads for oneflite and torch alike (oneflite.set_num_threads "
                              "and torch.set_num_threads); default: oneflite's current count")
@@ -615,8 +616,13 @@ def main(argv: Optional[list[str]] = None) -> int:
         oneflite.set_num_threads(args.threads)  # Bench gives torch the same count
 
     if args.overhead:
-        for name, us in overhead(5000 if args.quick else 20000).items():
+        per_call = overhead(5000 if args.quick else 20000)
+        for name, us in per_call.items():
             print(f"{name:<60} {us:8.2f} us/call")
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "overhead.json").write_text(
+            json.dumps({"environment": environment(), "us_per_call": per_call}, indent=1))
+        print(f"\nwrote {args.out / 'overhead.json'}")
         return 0
 
     devices = ["cpu", "cuda"] if args.device == "all" else [args.device]

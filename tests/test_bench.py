@@ -44,10 +44,24 @@ def test_min_statistic_is_accepted(tmp_path: Path) -> None:
 
 
 def test_overhead_mode_reports_per_call_times(tmp_path: Path) -> None:
-    result = run_python("-m", "oneflite.bench", "--overhead", "--quick", cwd=tmp_path)
+    result = run_python("-m", "oneflite.bench", "--overhead", "--quick", "--out", str(tmp_path),
+                        cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "oneflite.nn.functional.softmax" in result.stdout
     assert "us/call" in result.stdout
+    payload = json.loads((tmp_path / "overhead.json").read_text())
+    per_call = payload["us_per_call"]
+    assert per_call["oneflite.nn.functional.softmax"] > 0
+    assert "date" in payload["environment"]
+
+    # docs/_tools/record.py turns it into the page's table, beside no results.json.
+    dest = tmp_path / "pages"
+    record = Path(__file__).resolve().parent.parent / "docs" / "_tools" / "record.py"
+    result = run_python(str(record), "--dest", str(dest), "bench", str(tmp_path), cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    page = (dest / "overhead.md").read_text()
+    assert "`oneflite.nn.functional.softmax`" in page and "Measured on the CPU" in page
+    assert not (dest / "results.md").exists()  # no sweep in the folder: nothing else written
 
 
 def test_gpu_timer_flushes_l2_before_every_timed_call_and_not_inside_it() -> None:

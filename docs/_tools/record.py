@@ -1,12 +1,14 @@
 """Writes measured results into the docs: the files under docs/_static/bench/ that pages include.
 
     python -m oneflite.bench --out /tmp/bench          # on the GPU machine
+    python -m oneflite.bench --overhead --out /tmp/bench   # the per-call cost, same folder
     python docs/_tools/record.py bench /tmp/bench      # same machine: tables, plot, paths
     python docs/_tools/record.py cuda                  # same machine: launch plans, a CUDA trace
     python docs/_tools/record.py reset                 # back to the "no results" placeholders
 
 ``bench`` reads results.json (and results.png, if the benchmark drew one) and writes
-results.md, summary.md and one table per CUDA path. When a GPU is usable it also asks oneflite
+results.md, summary.md and one table per CUDA path; and overhead.md from overhead.json, where
+``--overhead`` left one. When a GPU is usable it also asks oneflite
 which path served each CUDA shape (by tracing a one-row call of that shape), so the tables are
 split by path without guessing. ``cuda`` records the launch plan PlanSoftmax makes for a range
 of row lengths and the running example traced on the GPU. Every file names the device and the
@@ -40,6 +42,8 @@ PLACEHOLDERS = {
                      "`docs/_tools/record.py cuda` has run on one.\n",
     "cuda_trace.md": f"{NO_GPU} The running example, traced on a GPU, appears here once "
                      "`docs/_tools/record.py cuda` has run on one.\n",
+    "overhead.md": "No per-call cost recorded yet. It appears here once a run of `python -m "
+                   "oneflite.bench --overhead` is recorded with `docs/_tools/record.py`.\n",
     **{f"path_{path}.md": f"{NO_GPU} Measurements of the `{path}` path appear here once a "
                           "GPU benchmark run is recorded with `docs/_tools/record.py`.\n"
        for path in PATHS},
@@ -200,6 +204,24 @@ def record_bench(folder: Path, dest: Path) -> None:
                     "torch GB/s", "plan"], table_rows))
 
 
+def record_overhead(folder: Path, dest: Path) -> bool:
+    """overhead.md from the benchmark's overhead.json, if the folder has one: each call's cost in
+    microseconds, and over torch's where torch was measured."""
+    path = folder / "overhead.json"
+    if not path.exists():
+        return False
+    payload = json.loads(path.read_text())
+    env, per_call = payload["environment"], payload["us_per_call"]
+    torch_us = per_call.get("torch.nn.functional.softmax")
+    rows = [[f"`{name}`", f"{us:.2f}", f"{us / torch_us:.2f}" if torch_us else "\u2013"]
+            for name, us in per_call.items()]
+    (dest / "overhead.md").write_text(
+        _measured_on(env, "cpu") + " Each time is the median of 20 batches of calls made back to "
+        "back.\n\n" + _table(["a 1x8 float32 softmax on the CPU", "\u00b5s a call",
+                               "over torch's"], rows))
+    return True
+
+
 PLAN_COLS = [1, 2, 3, 8, 32, 33, 100, 512, 1000, 1024, 1025, 2048, 2049, 3072, 4096, 5000, 8192,
              12345, 16384, 32768, 65536, 131072, 262144]
 
@@ -261,7 +283,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.dest.mkdir(parents=True, exist_ok=True)
     if args.command == "bench":
-        record_bench(args.folder, args.dest)
+        swept = (args.folder / "results.json").exists()
+        if swept:
+            record_bench(args.folder, args.dest)
+        if not record_overhead(args.folder, args.dest) and not swept:
+            parser.error(f"{args.folder} holds neither results.json nor overhead.json")
     elif args.command == "cuda":
         record_cuda(args.dest, args.rows, args.device)
     else:
