@@ -1,7 +1,7 @@
 """Tables read from the source at build time, so that they cannot drift from it.
 
 ``{warp-ladder}`` tabulates the rungs of the CUDA warp path (``ForEachWarpShape`` in
-cuda/ep/primitive/softmax_kernels.cuh) and, per dtype, the longest row each rung takes and how
+cuda/ep/primitive/softmax_plan.cuh) and, per dtype, the longest row each rung takes and how
 many rows a thread group handles at once. It fails the build when it no longer finds the
 ladder, the register rule (``kWarpShapeFits`` and ``kWarpLaneBytes``), the rungs dtypes skip
 (``kWarpShapeSkipped``) or the rows rule (``kWarpRows``) it reads. A rung listed twice (two
@@ -17,7 +17,11 @@ from typing import Any
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
-KERNELS = Path(__file__).resolve().parents[2] / "cuda" / "ep" / "primitive" / "softmax_kernels.cuh"
+# The headers the ladder and its rules are read from (the rows rule is the warp path's, the rest
+# the planner's), read as one text.
+KERNELS = [Path(__file__).resolve().parents[2] / "cuda" / "ep" / "primitive" / name
+           for name in ("softmax_common.cuh", "softmax_warp.cuh", "softmax_plan.cuh")]
+SOURCE = "cuda/ep/primitive/softmax_{common,warp,plan}.cuh"
 PACK_BYTES = re.compile(r"constexpr int kPackBytes = (\d+);")
 LADDER = re.compile(r"void ForEachWarpShape\(Fn&& fn\) \{(?P<body>.*?)\n\}", re.S)
 # A rung: WarpShape<lanes, packs> of 16-byte packs (rows per group from kWarpRows), or
@@ -88,10 +92,10 @@ def read_ladder(
         missing = [n for n, m in (("kPackBytes", pack), ("ForEachWarpShape", ladder),
                                   ("kWarpShapeFits / kWarpLaneBytes", budgets),
                                   ("kWarpShapeSkipped", skipped)) if not m]
-        raise ValueError(f"{KERNELS.name}: can't read {', '.join(missing)}")
+        raise ValueError(f"{SOURCE}: can't read {', '.join(missing)}")
     rows_rule = ROWS.search(text)
     if rows_rule is None:
-        raise ValueError(f"{KERNELS.name}: can't read kWarpRows")
+        raise ValueError(f"{SOURCE}: can't read kWarpRows")
     limit, few, many = (int(v) for v in rows_rule.groups())
     rungs: list[tuple[int, int, Any, int]] = []
     for m in RUNG.finditer(ladder.group("body")):
@@ -101,7 +105,7 @@ def read_ladder(
         rungs.append((lanes, packs, rows or (lambda values, most=limit, a=few, b=many:
                                              a if values <= most else b), most))
     if not rungs:
-        raise ValueError(f"{KERNELS.name}: ForEachWarpShape lists no WarpShape")
+        raise ValueError(f"{SOURCE}: ForEachWarpShape lists no WarpShape")
     return int(pack.group(1)), rungs, budgets, skipped
 
 
@@ -118,9 +122,11 @@ class WarpLadder(SphinxDirective):
     has_content = False
 
     def run(self) -> list[nodes.Node]:
-        self.env.note_dependency(str(KERNELS))
+        for path in KERNELS:
+            self.env.note_dependency(str(path))
         try:
-            pack_bytes, rungs, budgets, skipped = read_ladder(KERNELS.read_text())
+            text = "\n".join(path.read_text() for path in KERNELS)
+            pack_bytes, rungs, budgets, skipped = read_ladder(text)
         except (OSError, ValueError) as error:
             raise self.error(f"warp-ladder: {error}") from None
         header = ["lanes per row", "packs per lane",

@@ -1,0 +1,1091 @@
+// Planning and launching the CUDA softmax family (softmax_kernels.cuh gives the overview):
+// PlanSoftmax picks a path and its configuration from the row length, the dtype and the
+// device; Launch runs the plan and Describe prints it. The host-side caches it reads are in
+// softmax_plan.cu. Also the primitive itself (SoftmaxImpl) and its per-dtype factories.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "ep/cuda_stream.h"
+#include "ep/primitive/softmax_block.cuh"
+#include "ep/primitive/softmax_block_registers.cuh"
+#include "ep/primitive/softmax_common.cuh"
+#include "ep/primitive/softmax_warp.cuh"
+#include "ep/primitive/softmax_warp_tile.cuh"
+#include "oneflite/ep/primitive/softmax.h"
+
+namespace oneflite::ep::primitive::cuda_softmax {
+
+// How many blocks of `kernel` fit on one SM of the current device (info describes it) with
+// `dynamic_smem` bytes of dynamic shared memory. Cached per (kernel, device, block, smem): the
+// runtime's occupancy calculator costs microseconds, and one launch may ask it several times.
+int MaxActiveBlocksPerSm(const void* kernel, const CudaDeviceInfo& info, int block_size,
+                         size_t dynamic_smem);
+// The most dynamic shared memory one block of `kernel` may use on the current device: the
+// opt-in limit less the kernel's static shared memory. The first call for a (kernel, device)
+// raises the kernel's dynamic limit to that (the default stops at 48 KiB), so the occupancy
+// answers and the launches that follow may use all of it.
+size_t MaxDynamicSmem(const void* kernel, const CudaDeviceInfo& info);
+// The dynamic shared memory that holds `kernel` to `blocks` blocks of `block_size` threads an
+// SM where more would fit, without taking L1 from it: the first call for a (kernel, device)
+// prefers a carve-out of kHoldCarveoutBytes for the kernel (the driver otherwise sizes shared
+// memory for the most blocks) and the blocks are given enough dynamic shared memory that
+// `blocks` fit in it and one more does not. 0 where the occupancy calculator does not then
+// answer `blocks` (the preference set back). Launches of the kernel with less shared memory
+// keep the smaller carve-out: the blocks they have fit in it.
+size_t HoldBlocksPerSmSmem(const void* kernel, const CudaDeviceInfo& info, int block_size,
+                           int blocks);
+// The carve-out HoldBlocksPerSmSmem prefers: one every architecture since sm_80 offers, small
+// enough that L1 keeps nearly all of the SM's 256 KiB (a shared-memory limit of 3 blocks a
+// 228 KiB carve-out would take, and L1 with it, measured 1.4% slower). The driver takes a
+// preference as a hint: a probe that counted the blocks an SM ran at once (H200) found it kept
+// for these 512-thread blocks (3 an SM, as the occupancy calculator answers) but not for
+// 128-thread blocks with 1248 bytes (14 an SM where the calculator answered 7).
+constexpr int kHoldCarveoutBytes = 16 * 1024;
+// How many blocks of `block_size` threads, with no dynamic shared memory, fit on an SM once
+// `kernel` prefers the smallest carve-out (cudaSharedmemCarveoutMaxL1), which the first call for
+// a (kernel, device) sets. Each block still needs its static shared memory and the 1 KiB the
+// driver reserves for it (sm_80 on), so on an H200's 8 KiB carve-out 128-thread blocks of the
+// block_registers kernel fit 7 an SM; the probe above counted 7 at once, and 16 with the
+// default carve-out.
+int MaxL1BlocksPerSm(const void* kernel, const CudaDeviceInfo& info, int block_size);
+// The facts launches are planned from, for the current device: what Describe plans with,
+// where Launch has its stream's copy.
+const CudaDeviceInfo& CurrentDeviceInfo();
+
+enum class Path { kWarp, kBlockSmem, kBlockOnline, kBlockRegisters, kWarpTile };
+
+struct Plan;
+using LaunchFn = void (*)(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols,
+                          const void* x, void* y);
+
+// Everything Launch decides, and the typed function that launches it.
+struct Plan {
+  Path path = Path::kBlockOnline;
+  int pack = 1;
+  // Warp path.
+  int width = 0;
+  int cols_per_thread = 0;
+  int rows_per_access = 0;
+  bool ragged = false;  // rows may have edge columns (WarpSoftmaxKernel, block_registers)
+  // warp_tile path (and width, cols_per_thread as for the warp path; a tile is 32 / width rows).
+  int tiles_per_warp = 0;
+  // All paths.
+  int block = 0;
+  // Block paths.
+  int cached_packs = 0;
+  size_t smem = 0;
+  // The grid: one block per tile of rows (`tiles`), or, when `persistent`, only the blocks that
+  // fit on the device at once (`active_per_sm` on each SM), each striding over the tiles.
+  int64_t tiles = 0;
+  int active_per_sm = 0;
+  bool persistent = false;
+  int grid = 0;
+  Stagger stagger;  // block paths (see StaggerStart)
+  // block_registers: blocks an SM held below what registers allow, by `smem` of shared memory
+  // the kernel does not use (HoldBlocksPerSmSmem) or, when `max_l1`, by the smallest carve-out
+  // (MaxL1BlocksPerSm); 0 when not held.
+  int held_per_sm = 0;
+  bool max_l1 = false;
+  LaunchFn launch = nullptr;
+};
+
+std::string ToString(const Plan& plan);
+
+// y may sit at another offset from a 16-byte boundary than x (say x is a view with a storage
+// offset and y is fresh): then stores go element by element.
+template <int kBytes = kPackBytes>
+inline bool SameAlignment(const void* x, const void* y) {
+  return ((reinterpret_cast<uintptr_t>(x) ^ reinterpret_cast<uintptr_t>(y)) % kBytes) == 0;
+}
+
+template <typename T, Algorithm kAlgorithm, typename Shape, bool kRagged>
+void LaunchWarp(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols, const void* x,
+                void* y) {
+  WarpSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::packs, kRagged, Shape::bytes, Shape::rows>
+      <<<plan.grid, kWarpBlockSize, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
+                                                 rows, static_cast<int>(cols),
+                                                 SameAlignment<Shape::bytes>(x, y));
+  ONEFLITE_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T, Algorithm kAlgorithm, typename Shape>
+void LaunchTile(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols, const void* x,
+                void* y) {
+  TileSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::words, Shape::tiles, Shape::min_blocks>
+      <<<plan.grid, kTileBlockSize, plan.smem, stream>>>(static_cast<const T*>(x),
+                                                          static_cast<T*>(y), rows,
+                                                          static_cast<int>(cols));
+  ONEFLITE_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T, Algorithm kAlgorithm, int kBlock, bool kAsyncCopy = true,
+          bool kOnlineNormalizer = true, typename Cache = T, int kHeld = 0>
+void LaunchBlock(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols, const void* x,
+                 void* y) {
+  BlockSoftmaxKernel<T, kAlgorithm, kBlock, kAsyncCopy, kOnlineNormalizer, Cache, kHeld>
+      <<<plan.grid, kBlock, plan.smem, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
+                                                 rows, cols, plan.cached_packs,
+                                                 SameAlignment(x, y), plan.stagger);
+  ONEFLITE_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T, Algorithm kAlgorithm, int kBlock, int kPacks, bool kCachedTail = false,
+          bool kRagged = true, StoreFallback kFallback = StoreFallback::kElements,
+          bool kMaxL1 = false>
+void LaunchBlockRegisters(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols,
+                          const void* x, void* y) {
+  if constexpr (kFallback == StoreFallback::kNone) {
+    if (!SameAlignment(x, y)) {  // y's packs would straddle 16-byte boundaries
+      LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks>(plan, stream, rows, cols, x, y);
+      return;
+    }
+  }
+  BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, kCachedTail, kRagged, kFallback,
+                             kMaxL1><<<plan.grid, kBlock, plan.smem, stream>>>(
+      static_cast<const T*>(x), static_cast<T*>(y), rows, static_cast<int>(cols),
+      SameAlignment(x, y), plan.cached_packs / kBlock, plan.stagger);
+  ONEFLITE_CUDA_CHECK_LAUNCH();
+}
+
+// The warp ladder, shortest rows first. Rungs below 32 lanes hold one pack per lane, except
+// float's 8 x 2, which takes rows of 9-16 packs (33-64 columns) in place of 16 x 1, and 16 x 2,
+// which takes rows of 17-32 packs in place of 32 x 1 for every dtype but double (kWarpShapeFor);
+// with 32 lanes the packs per lane grow in steps that keep the padding small. A dtype uses the
+// rungs that keep its row within 64 registers a lane (float and half: 2048 cols), 96 for bfloat16
+// (3072 cols; 138 registers in all, no spills), or 16 for double (256 cols), whose exp needs
+// many registers of its own (kWarpLaneBytes).
+template <typename Fn>
+void ForEachWarpShape(Fn&& fn) {
+  fn(WarpShape<1, 1>{});
+  fn(WarpShape<2, 1>{});
+  fn(WarpShape<4, 1>{});
+  fn(WarpShape<8, 1>{});
+  fn(WarpShape<8, 2>{});
+  fn(WarpShape<16, 1>{});
+  fn(WarpShape<16, 2>{});
+  fn(WarpShape<32, 1>{});
+  // 32 x 2 twice: two rows a group (kWarpRows) for rows of up to 55 packs, one row for rows
+  // that fill 7/8 of the rung or more. One row measured (tools/softmax_lab.cu, rows=1, H200;
+  // softmax / log_softmax, fractions of copy): float 256 columns 0.965 -> 0.986 / 0.970 ->
+  // 0.983, half 512 0.968 -> 0.988 / 0.965 -> 0.985, half 448 +0.5%, float 192-240 level; and
+  // behind on rows that fill less: float 160 0.986 -> 0.967 / 0.983 -> 0.930, 176 0.984 ->
+  // 0.979 / 0.983 -> 0.947, half 384 0.969 -> 0.961.
+  fn(WarpShape<32, 2, kPackBytes, 0, 55>{});
+  fn(WarpShape<32, 2, kPackBytes, 1>{});
+  fn(WarpShape<32, 3>{});
+  fn(WarpShape<32, 4>{});
+  fn(WarpShape<32, 6>{});
+  fn(WarpShape<32, 8>{});
+  fn(WarpShape<32, 12>{});
+  fn(WarpShape<32, 16>{});
+}
+
+// The bytes of compute values a lane may hold (see ForEachWarpShape). bfloat16 goes up to the
+// 32 x 12 rung (3072 cols), half stops at 32 x 8 (2048) as float does: at 3072 cols the rung
+// measured 0.98x copy for bfloat16 but 0.90x for half, which reaches 0.93-0.98x on block_smem's
+// 64 threads there (bfloat16 0.91x; H200, tools/softmax_lab.cu). Why half loses on that rung is
+// not understood.
+template <typename T>
+constexpr int kWarpLaneBytes = std::is_same_v<T, double>          ? 64
+                               : std::is_same_v<T, __nv_bfloat16> ? 384
+                                                                  : 256;
+
+template <typename T, typename Shape>
+constexpr bool kWarpShapeFits =
+    Shape::packs * PackSize<T>::value * sizeof(ComputeType<T>) <= kWarpLaneBytes<T>;
+
+// The rungs each dtype skips, of two that hold the same packs. 16 packs: float takes 8 x 2 and
+// not 16 x 1, the others the reverse. Measured on an H200 (tools/softmax_lab.cu, warp=8x2
+// against 16 x 1): float 64 columns 0.95 -> 0.97-0.98x copy, 40 columns 0.90 -> 0.92-0.93
+// (log_softmax 0.84 -> 0.92-0.93), 48 level to +2%: a quarter of the warp a row, so fewer
+// shuffles and twice the values a lane per row's overhead. Half measured level there (100
+// columns, 0.87 against 0.86), so the 16-bit types keep 16 x 1. 32 packs: float and the 16-bit
+// types take 16 x 2 and not 32 x 1, for the same reasons (warp=16x2 against 32 x 1, softmax /
+// log_softmax): float 80 columns 0.86 -> 0.94 / 0.78-0.82 -> 0.945, 96 0.95 -> 0.987 /
+// 0.88-0.92 -> 0.98, 112 0.97 -> 0.98, 128 0.993 -> 1.000 / 0.987 -> 1.001; half 160 0.79 ->
+// 0.935 / 0.785 -> 0.91, 192 0.90 -> 0.98 / 0.895 -> 0.97, 256 0.98 -> 0.99; bfloat16 160
+// 0.77 -> 0.905 / 0.76 -> 0.89, 224 0.92 -> 0.98 / 0.915 -> 0.97, 256 0.98 -> 0.995; ragged
+// rows (float 127, half 250) +0.5-2%. double, not measured, keeps 32 x 1.
+template <typename Shape, int kWidth, int kPacks>
+constexpr bool kIsRung = Shape::width == kWidth && Shape::packs == kPacks;
+
+template <typename T, typename Shape>
+constexpr bool kWarpShapeSkipped =
+    std::is_same_v<T, float>    ? kIsRung<Shape, 16, 1> || kIsRung<Shape, 32, 1>
+    : std::is_same_v<T, double> ? kIsRung<Shape, 8, 2> || kIsRung<Shape, 16, 2>
+                                : kIsRung<Shape, 8, 2> || kIsRung<Shape, 32, 1>;
+
+// Whether dtype T climbs rung Shape.
+template <typename T, typename Shape>
+constexpr bool kWarpShapeFor = kWarpShapeFits<T, Shape> && !kWarpShapeSkipped<T, Shape>;
+
+template <typename T>
+int64_t MaxWarpPacks() {
+  int64_t most = 0;
+  ForEachWarpShape([&](auto shape) {
+    using Shape = decltype(shape);
+    if constexpr (kWarpShapeFor<T, Shape>) {
+      most = std::max<int64_t>(most, Shape::width * Shape::packs);
+    }
+  });
+  return most;
+}
+
+// Calls fn(std::integral_constant<int, B>{}) for the block sizes of the block paths.
+template <typename T, typename Fn>
+void ForEachBlockSize(Fn&& fn) {
+  fn(std::integral_constant<int, 128>{});
+  fn(std::integral_constant<int, 256>{});
+  fn(std::integral_constant<int, 512>{});
+  if constexpr (kMaxBlockSize<T> >= 1024) { fn(std::integral_constant<int, 1024>{}); }
+}
+
+// The blocks resident on the device at once, `active_per_sm` on each SM (at least one): a wave.
+inline int64_t ResidentBlocks(const CudaDeviceInfo& info, int active_per_sm) {
+  return static_cast<int64_t>(info.sm_count) * std::max(active_per_sm, 1);
+}
+
+// Sets the plan's grid over `tiles` tiles of rows. Both kernels stride over the tiles, so any
+// grid is correct; what differs is speed. One block per tile, scheduled by the hardware as
+// blocks retire, measured faster than a persistent grid of only the resident blocks on every
+// path where two or more blocks fit on an SM: 5-13% for float, and up to 15% for the 16-bit
+// types on an H200 (NOTES.md, "Second round"), and on par where one block fills an SM. A grid
+// of more than 2^31 - 1 blocks is capped; the stride covers the rest.
+inline void SetGrid(Plan& plan, int64_t tiles, const CudaDeviceInfo& info, int active_per_sm,
+                    bool persistent) {
+  plan.tiles = tiles;
+  plan.active_per_sm = active_per_sm;
+  plan.persistent = persistent;
+  const int64_t resident = ResidentBlocks(info, active_per_sm);
+  const int64_t grid = persistent ? std::min(tiles, resident) : tiles;
+  plan.grid = static_cast<int>(std::min<int64_t>(grid, 0x7fffffff));
+}
+
+// Sets the plan's stagger (StaggerStart) for a block path with rows of at least
+// kStaggerMinRowBytes: the first wave's blocks, those resident at the launch, start in
+// kStaggerGroups groups a step apart, the step the time a row's bytes (up to
+// kStaggerMaxStepBytes) take at 128 KiB a microsecond at the SM's peak clock. Measured on an
+// H200 (tools/softmax_lab.cu, stagger=off against this rule; fractions of copy, softmax /
+// log_softmax): float 65536 columns (block_online, one block an SM, 2048 rows) 0.922 -> 0.956 /
+// 0.932 -> 0.962, float 81920 0.896 -> 0.922, 40001 0.872 -> 0.897, 32768 0.968 -> 0.978, 12345
+// 0.972 -> 0.979; half 65536 0.93 -> 0.941, bfloat16 0.923 -> 0.941, bfloat16 32768 0.898 ->
+// 0.906; nothing slower. With the step fixed by hand (stagger=U): float 65536 on 132 rows (one
+// wave) level, on 264-1024 rows +5-10%; groups of 4 ahead of 2, 8 or 16 with the same spread.
+// Rows of 32 KiB (half 16384, several blocks an SM, out of step by themselves) lost 0.4-1% with
+// steps of 1-2 us (NOTES.md, item 47).
+constexpr int64_t kStaggerMinRowBytes = 48 * 1024;
+constexpr int64_t kStaggerMaxStepBytes = 512 * 1024;
+constexpr int64_t kStaggerBytesPerMs = int64_t{128} * 1024 * 1000;
+
+// Whether the plan's kernel takes a Stagger (BlockSoftmaxKernel, BlockRegisterSoftmaxKernel).
+inline bool IsBlockPath(Path path) {
+  return path == Path::kBlockSmem || path == Path::kBlockOnline || path == Path::kBlockRegisters;
+}
+
+// The plan's first wave: the blocks resident at its launch.
+inline int FirstWaveBlocks(const CudaDeviceInfo& info, const Plan& plan) {
+  return static_cast<int>(std::min<int64_t>(plan.grid, ResidentBlocks(info, plan.active_per_sm)));
+}
+
+template <typename T>
+void StaggerFirstWave(const CudaDeviceInfo& info, int64_t cols, Plan& plan) {
+  plan.stagger = Stagger{};
+  const int64_t row_bytes = cols * static_cast<int64_t>(sizeof(T));
+  if (!IsBlockPath(plan.path) || row_bytes < kStaggerMinRowBytes) { return; }
+  const int64_t step_bytes = std::min(row_bytes, kStaggerMaxStepBytes);
+  plan.stagger.blocks = FirstWaveBlocks(info, plan);
+  plan.stagger.cycles = static_cast<int>(step_bytes * info.clock_khz / kStaggerBytesPerMs);
+}
+
+// Fills `plan` for the warp rung Shape; `ragged`: rows may have edge columns.
+template <typename T, Algorithm kAlgorithm, typename Shape>
+void PlanWarp(const CudaDeviceInfo& info, int64_t rows, bool ragged, Plan& plan) {
+  constexpr int P = PackSize<T, Shape::bytes>::value;
+  constexpr int kRows = kGroupRows<T, Shape::packs, Shape::bytes, Shape::rows>;
+  plan.path = Path::kWarp;
+  plan.pack = P;
+  plan.width = Shape::width;
+  plan.cols_per_thread = Shape::packs * P;
+  plan.rows_per_access = kRows;
+  plan.block = kWarpBlockSize;
+  plan.ragged = ragged;
+  plan.launch = ragged ? &LaunchWarp<T, kAlgorithm, Shape, true>
+                       : &LaunchWarp<T, kAlgorithm, Shape, false>;
+  const auto* kernel =
+      ragged ? reinterpret_cast<const void*>(&WarpSoftmaxKernel<T, kAlgorithm, Shape::width,
+                                                                 Shape::packs, true, Shape::bytes,
+                                                                 Shape::rows>)
+             : reinterpret_cast<const void*>(&WarpSoftmaxKernel<T, kAlgorithm, Shape::width,
+                                                                 Shape::packs, false, Shape::bytes,
+                                                                 Shape::rows>);
+  const int64_t rows_per_block = (kWarpBlockSize / kWarpSize) * (kWarpSize / Shape::width) * kRows;
+  SetGrid(plan, (rows + rows_per_block - 1) / rows_per_block, info,
+          MaxActiveBlocksPerSm(kernel, info, kWarpBlockSize, 0), /*persistent=*/false);
+}
+
+// The uncached packs a block_online thread holds in registers from pass 1 to pass 2, so that
+// they are read once (the rest are read again in pass 2): enough for 16-bit rows of 65536 columns
+// on two blocks of 512 an SM and float ones on one block of 1024 (2 and 1.8 packs a thread).
+constexpr int kOnlineHeldPacks = 2;
+
+// For a row that only one block per SM can cache whole: two blocks of half the largest size per
+// SM instead, each caching what half of the SM's shared memory holds and reading the rest of the
+// row twice (block_online; the second read mostly hits L2). With one block, nothing on the SM
+// overlaps a row's copy with the arithmetic on it; with two, each block's copy overlaps the
+// other's arithmetic. Measured on an H200 (tools/softmax_lab.cu): float 32768 cols 0.82 ->
+// 0.93x copy, half and bfloat16 65536 0.71-0.72 -> 0.76-0.78x. False when two do not fit.
+template <typename T, Algorithm kAlgorithm>
+bool PlanTwoPerSm(const CudaDeviceInfo& info, int64_t rows, int64_t window, Plan& plan) {
+  constexpr int kBlock = kMaxBlockSize<T> / 2;
+  const auto* kernel = reinterpret_cast<const void*>(
+      &BlockSoftmaxKernel<T, kAlgorithm, kBlock, true, true, T, kOnlineHeldPacks>);
+  // Half the SM's shared memory, less the 1 KiB the runtime reserves per block and a margin for
+  // the kernel's static shared memory (BlockAllReduce's posts).
+  const size_t half = static_cast<size_t>(info.max_shared_memory_per_sm) / 2;
+  if (half < 4096) { return false; }
+  const size_t smem = std::min<size_t>((half - 2048) / kPackBytes * kPackBytes,
+                                       MaxDynamicSmem(kernel, info));
+  const int64_t cached = std::min<int64_t>(window, static_cast<int64_t>(smem / kPackBytes));
+  if (cached < kBlock) { return false; }  // block_online stages stores in each thread's slot
+  const size_t used = static_cast<size_t>(cached) * kPackBytes;
+  const int active = MaxActiveBlocksPerSm(kernel, info, kBlock, used);
+  if (active < 2) { return false; }
+  plan.path = cached == window ? Path::kBlockSmem : Path::kBlockOnline;
+  plan.block = kBlock;
+  plan.cached_packs = static_cast<int>(cached);
+  plan.smem = used;
+  plan.launch = &LaunchBlock<T, kAlgorithm, kBlock, true, true, T, kOnlineHeldPacks>;
+  SetGrid(plan, rows, info, active, /*persistent=*/false);
+  return true;
+}
+
+// The longest 16-bit row, in packs, that block_smem gives 64 threads rather than 128.
+constexpr int64_t kSmallBlockPacks = 640;
+
+// The warp_tile ladder: kWidth lanes a row (1, 2, 4 or 8) times up to kWords words a lane (9, 13,
+// 17 or 25), two tiles a warp. A row of cols elements of T is cols * sizeof(T) / 4 words; it
+// takes the rung whose width is the largest power of two dividing that count, so that the count
+// over the width is odd, and whose words hold that odd count with at least 7 of them (PlanTileRows).
+template <typename Fn>
+void ForEachTileShape(Fn&& fn) {
+  auto widths = [&](auto words_tag) {
+    constexpr int kWords = decltype(words_tag)::value;
+    fn(TileShape<1, kWords, 2>{});
+    fn(TileShape<2, kWords, 2>{});
+    fn(TileShape<4, kWords, 2>{});
+    fn(TileShape<8, kWords, 2>{});
+  };
+  widths(std::integral_constant<int, 9>{});
+  widths(std::integral_constant<int, 13>{});
+  widths(std::integral_constant<int, 17>{});
+  widths(std::integral_constant<int, 25>{});
+}
+
+// The fewest words a lane of a warp_tile rung takes: rows of 1-5 words a lane (after the width)
+// stay on the warp path.
+constexpr int64_t kTileMinWords = 7;
+
+// Fills `plan` for the warp_tile rung Shape. The caller has checked that the rung takes the row
+// (see TileSoftmaxKernel) and that x and y are 16-byte aligned.
+template <typename T, Algorithm kAlgorithm, typename Shape>
+void PlanTile(const CudaDeviceInfo& info, int64_t rows, int64_t cols, Plan& plan) {
+  constexpr int kRows = kTileRows<Shape::width>;
+  constexpr int64_t kRowsPerBlock = int64_t{kTileBlockSize / kWarpSize} * Shape::tiles * kRows;
+  const auto* kernel = reinterpret_cast<const void*>(
+      &TileSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::words, Shape::tiles,
+                         Shape::min_blocks>);
+  plan.path = Path::kWarpTile;
+  plan.pack = PackSize<T>::value;
+  plan.width = Shape::width;
+  plan.cols_per_thread = Shape::words * PackSize<T, 4>::value;
+  plan.tiles_per_warp = Shape::tiles;
+  plan.block = kTileBlockSize;
+  // 4 warps x tiles x (32 / width) rows of at most width x words 32-bit words: 512 x tiles x
+  // words bytes at most (25 KiB for two tiles of 25 words), within the 48 KiB a block gets
+  // without opting in to more.
+  static_assert(512 * Shape::tiles * Shape::words <= 48 * 1024, "a rung's tiles fit in 48 KiB");
+  plan.smem = static_cast<size_t>(kRowsPerBlock * cols) * sizeof(T);
+  plan.launch = &LaunchTile<T, kAlgorithm, Shape>;
+  SetGrid(plan, (rows + kRowsPerBlock - 1) / kRowsPerBlock, info,
+          MaxActiveBlocksPerSm(kernel, info, kTileBlockSize, plan.smem), /*persistent=*/false);
+}
+
+// Fills `plan` for the warp_tile path if its ladder takes rows of `cols` elements (x and y must
+// be 16-byte aligned; the caller checks): float and the 16-bit types, rows a whole number of 32-bit
+// words, whose count is an odd number from 7 to 25 times 1, 2, 4 or 8 lanes. That count is the
+// condition for conflict-free shared memory: with W lanes a row and a row of W * K words (K odd),
+// the rows of a tile start W * K * i words apart, which modulo the 32 banks are distinct
+// multiples of W, so a warp's 32 lanes read 32 different banks at every step. Measured on an
+// H200 (tools/softmax_lab.cu, tile=WxKx2 against the default plan; fractions of copy, softmax):
+// half 100 cols 0.88 -> 0.997, bfloat16 0.85 -> 0.997, float 100 0.90 -> 0.98, half 52 0.85 ->
+// 0.95, half 200 0.90 -> 0.95, half 50 0.79 -> 0.97, float 25 0.84 -> 0.98. Rows that fill
+// under two thirds of a rung's words lost (half 60, 15 words of 25 on 2 lanes: 0.84 against
+// 0.88; half 80, 5 of 13 on 8 lanes: 0.65 against 0.86), as did, without the odd count, rows of
+// a power-of-two number of words (half 64 on 2 lanes x 16 words: 0.48 against 0.97), whose rows
+// all start on one bank.
+template <typename T, Algorithm kAlgorithm>
+bool PlanTileRows(const CudaDeviceInfo& info, int64_t rows, int64_t cols, Plan& plan) {
+  if constexpr (std::is_same_v<T, double>) {
+    return false;
+  } else {
+    constexpr int kPerWord = PackSize<T, 4>::value;
+    if (cols % kPerWord != 0) { return false; }
+    const int64_t row_words = cols / kPerWord;
+    const int64_t width = row_words & -row_words;  // the largest power of two dividing it
+    const int64_t words = row_words / width;
+    if (width > 8 || words < kTileMinWords) { return false; }
+    bool chosen = false;
+    ForEachTileShape([&](auto shape) {
+      using Shape = decltype(shape);
+      if (chosen || Shape::width != width || Shape::words < words) { return; }
+      chosen = true;
+      PlanTile<T, kAlgorithm, Shape>(info, rows, cols, plan);
+    });
+    return chosen;
+  }
+}
+
+// Which kernel block_registers runs for rows of whole 16-byte packs (x aligned, cols a multiple
+// of the pack): kPlanned, the planner's choice (PlansWholeRowsKernel); kRagged, the kernel for
+// rows of any alignment; kWhole, the one for whole packs (for the lab's comparison: outside the
+// lab only the planned shapes have it).
+enum class RowsKernel { kPlanned, kRagged, kWhole };
+
+// Whether the block_registers shape has a whole-rows kernel (kRagged = false) with the store
+// fallback `fallback` outside the lab (the lab builds one of each fallback for every shape), and
+// whether the planner runs aligned rows of `window` packs on it: where it measured ahead of the
+// ragged kernel. On an H200 (tools/softmax_lab.cu, fractions of copy):
+//  * float, with kElements (NOTES item 53, three builds): 512 x 4 (8192 columns, +0.2-0.6%),
+//    1024 x 8 (32768, +0.3-0.7%) and 128 x 4 for rows that leave every thread's fourth pack
+//    empty (1536 columns, +0.5-0.75%; full rows, 2048 columns, -0.6%); 512 x 8 with kNone
+//    (16384, +0.5-0.6%; items 57 and 60). float 512 x 2 at 4096 columns measured -0.6%.
+//  * the 16-bit types (item 63, two rounds): 256 x 2 with kElements where every thread holds
+//    two packs (4096 columns, +0.5-0.8%, item 53). Where the window is not a multiple of the
+//    block, so threads hold different numbers of packs, every 16-bit shape with kPack: 256 x 2
+//    3592-4032 columns 0.943-0.993 -> 0.999-1.008 (against kElements), 256 x 3 at 5000 0.960 ->
+//    1.001 and at 5504 +0.4% (against the ragged kernel), 512 x 2 at 7504 +1.5-2.5% and at 8000
+//    +0.3-0.8%, 128 x 4 at 3336 +1.0%, 128 x 3 at 2560 +0.2%; behind at 6000 (256 x 3, -0.7%)
+//    and 3504 (128 x 4, -0.3%). Where it is a multiple, kPack lost 0.2-0.6% (3072 level,
+//    4096, 6144, 8192), and those rows keep the ragged kernel but for 256 x 2's kElements.
+// Elsewhere the ragged kernel runs whole rows, as it does every row that is not whole packs;
+// each kernel's registers and schedule are the compiler's choice.
+template <typename T>
+constexpr bool HasWholeRowsKernel(int block, int packs, StoreFallback fallback) {
+  if constexpr (kIs16Bit<T>) {
+    const bool pair = block == 256 && packs == 2;
+    if (fallback == StoreFallback::kElements) { return pair; }
+    return fallback == StoreFallback::kPack &&
+           (pair || (block == 128 && (packs == 3 || packs == 4)) || (block == 256 && packs == 3) ||
+            (block == 512 && packs == 2));
+  } else if constexpr (std::is_same_v<T, float>) {
+    if (fallback == StoreFallback::kNone) { return block == 512 && packs == 8; }
+    return fallback == StoreFallback::kElements &&
+           ((block == 128 && packs == 4) || (block == 512 && packs == 4) ||
+            (block == 1024 && packs == 8));
+  } else {
+    return false;
+  }
+}
+// The store fallback of the whole-rows kernel for rows of `window` packs (see above).
+template <typename T>
+constexpr StoreFallback WholeRowsFallback(int block, int packs, int64_t window) {
+  if (std::is_same_v<T, float> && block == 512 && packs == 8) { return StoreFallback::kNone; }
+  if (kIs16Bit<T> && window % block != 0) { return StoreFallback::kPack; }
+  return StoreFallback::kElements;
+}
+template <typename T>
+constexpr bool PlansWholeRowsKernel(int block, int packs, int64_t window) {
+  const bool last_pack_empty = window <= int64_t{block} * (packs - 1);
+  return HasWholeRowsKernel<T>(block, packs, WholeRowsFallback<T>(block, packs, window)) &&
+         (kIs16Bit<T> || block != 128 || last_pack_empty);
+}
+// Whether this build has the whole-rows kernel: the planner's, or in the lab every shape's, but
+// kNone only where the planner has it.
+template <typename T>
+constexpr bool BuildsWholeRowsKernel(int block, int packs, StoreFallback fallback) {
+#ifdef ONEFLITE_SOFTMAX_LAB
+  if (fallback != StoreFallback::kNone) { return true; }
+#endif
+  return HasWholeRowsKernel<T>(block, packs, fallback);
+}
+// Calls fn(std::integral_constant<StoreFallback, F>{}) with F = `fallback` if this build has
+// that whole-rows kernel for kBlock x kPacks (BuildsWholeRowsKernel), and says whether it did:
+// the run-time choice of WholeRowsFallback turned into the template argument of the kernel.
+template <typename T, int kBlock, int kPacks, typename Fn>
+bool WithWholeRowsKernel(StoreFallback fallback, Fn&& fn) {
+  bool found = false;
+  auto take = [&](auto fallback_tag) {
+    constexpr StoreFallback kFallback = decltype(fallback_tag)::value;
+    if constexpr (BuildsWholeRowsKernel<T>(kBlock, kPacks, kFallback)) {
+      if (fallback == kFallback) {
+        fn(fallback_tag);
+        found = true;
+      }
+    }
+  };
+  take(std::integral_constant<StoreFallback, StoreFallback::kElements>{});
+  take(std::integral_constant<StoreFallback, StoreFallback::kPack>{});
+  take(std::integral_constant<StoreFallback, StoreFallback::kNone>{});
+  return found;
+}
+
+// float block_registers on 512 threads of 4 packs (rows of 1537-2048 packs, 6145-8192 columns)
+// runs 3 blocks an SM rather than the 4 its 32 registers allow, held there by shared memory
+// (HoldBlocksPerSmSmem), once the launch has kHoldMinWaves waves of them. (The ragged softmax
+// kernel's 34 registers hold it to 3 already: 1280 a warp once rounded to the allocation
+// unit.) Measured on an H200 (tools/softmax_lab.cu, hold=off and occ=3 against the plan;
+// fractions of copy, softmax / log_softmax): 6144 columns 0.968 -> 0.978 / 0.968-0.970 ->
+// 0.980-0.983, 6200 0.976 -> 0.988-0.991 / 0.975-0.977 -> 0.990-0.991, 7000 0.975-0.978 ->
+// 0.982-0.985, 8192 0.979-0.980 -> 0.983 / 0.979-0.980 -> 0.983-0.984 (level with the
+// benchmark's Triton kernel, whose 38 registers give it 3 blocks an SM too), log_softmax rows
+// off a 16-byte boundary (7001) +0.8% (softmax's, at 3 blocks by registers, level with it held
+// by shared memory as well). Short launches gain nothing or lose (8192 columns: 4096 rows, 10
+// waves of 3 blocks an SM, -0.2 to -1.1%; 6336 rows -0.2 to -0.4%; 8192 rows level; 12288 rows,
+// 31 waves, +0.2-0.4%). Shapes of 2 packs a thread lost heavily at 3 blocks an SM (float 512 x
+// 2 at 4096 columns 0.995 -> 0.926, 16-bit 512 x 2 at 8192 0.975 -> 0.908): too few loads in
+// flight (NOTES item 59).
+constexpr int kFloatHeldPerSm = 3;
+constexpr int64_t kHoldMinWaves = 24;
+inline void HoldFloat512x4(const void* kernel, const CudaDeviceInfo& info, int64_t rows,
+                           int& active, Plan& plan) {
+  if (active <= kFloatHeldPerSm || rows < kHoldMinWaves * kFloatHeldPerSm * info.sm_count) {
+    return;
+  }
+  if (const size_t smem = HoldBlocksPerSmSmem(kernel, info, 512, kFloatHeldPerSm); smem > 0) {
+    plan.smem = smem;
+    plan.held_per_sm = kFloatHeldPerSm;
+    active = kFloatHeldPerSm;
+  }
+}
+
+// float block_registers on 128 threads of 4 packs, for rows that fill at least 59/64 of it
+// (472-512 packs, 1885-2048 columns; the ragged kernel), runs 7 blocks an SM rather than the 16
+// (log_softmax, 32 registers) or 12 (softmax, 40) that registers allow, by preferring the
+// smallest carve-out (MaxL1BlocksPerSm), once the launch has kHoldMinWaves waves of them.
+// Measured on an H200 (tools/softmax_lab.cu, carve=0 against the plan, 98304 rows unless said;
+// fractions of copy, softmax / log_softmax): 1888 columns 0.987 -> 1.001-1.003 / 0.985 -> 0.989,
+// 1904 0.985 -> 1.000 / 0.984 -> 0.989-0.990, 1920 0.991 -> 1.006-1.008 / 0.987 -> 0.998, 2000
+// 0.995 -> 1.008-1.010 / 0.992 -> 1.010-1.011, 2048 0.981 -> 0.983-0.984 / 0.980-0.981 ->
+// 0.985-0.987; 2048 columns at 22176 rows (24 waves of 7; hold=off against the planner) 0.977
+// -> 0.986-0.987 / 0.978-0.981 -> 0.990-0.991, at 24576 rows 0.986 -> 0.988-0.990 / 0.987 ->
+// 0.998-1.000, at 32768 rows 0.975 -> 0.972-0.973 / 0.977 -> 0.975-0.978, at 16384 (18 waves)
+// 0.981-0.985 -> 0.990-0.992 / 0.990-0.993 -> 0.986-0.989, and short launches lost (4096 rows:
+// 1.005 -> 0.977-0.981 / 1.018-1.024 -> 0.966-0.967; 1024 rows -8% / -10%). Rows that fill less
+// lost: 1856 columns +0.9% / -0.5%, 1792 +1.0% / -1.1%, 1664 -1.3% / -4%, 1536 -5%, and
+// so did 8 values a thread (128 x 2 at 768-1024 columns: -14 to -26%); 16-bit 256 x 2 (4096
+// columns) measured level. Holding these blocks with shared memory instead did not hold them:
+// the driver kept the default carve-out (see kHoldCarveoutBytes).
+constexpr int64_t kFloat128x4HeldWindow = 472;
+inline bool HoldFloat128x4(const void* max_l1_kernel, const CudaDeviceInfo& info, int64_t rows,
+                           int64_t window, int& active, Plan& plan) {
+  if (window < kFloat128x4HeldWindow) { return false; }
+  const int held = MaxL1BlocksPerSm(max_l1_kernel, info, 128);
+  if (held <= 0 || held >= active || rows < kHoldMinWaves * held * info.sm_count) {
+    return false;
+  }
+  plan.held_per_sm = held;
+  plan.max_l1 = true;
+  active = held;
+  return true;
+}
+
+// The 16-bit block_registers shapes and the windows (16-byte packs, 8 elements) each takes:
+// 128 x 3 packs from 3/4 full for half (288-384 packs, 2297-3072 aligned columns; half's warp
+// path stops at 256) and from 15/16 for bfloat16 (360-384, 2873-3072), whose warp path holds
+// rows of up to 384 packs; 128 x 4 for 385-448 packs (half) or 400-448 (bfloat16: 385 packs
+// stay on its warp path, 0.991 of copy against 0.91); 256 x 2 for 449-512 (from 7/8); 256 x 3
+// from 13/16 (624-768 packs); 512 x 2 from 7/8 (896-1024; from 3/4, half 6144 columns measured
+// 0.89-0.91 of copy against block_smem's 0.97). Measured on an H200
+// (tools/softmax_lab.cu, registers=BxN against the path that had the row; fractions of copy,
+// softmax / log_softmax, half then bfloat16): 128 x 3 at 2304 columns (288 packs) 0.889 /
+// 0.914 -> 0.973 / 0.975 (block_smem), bfloat16 1.005 / 1.008 -> 0.972 / 0.977 (warp); at 2560
+// 0.922 / 0.923 -> 0.984 / 0.987, bfloat16 0.979 / 0.976 -> 0.984 / 0.987; 2777 0.788 / 0.808
+// -> 0.979 / 0.983, bfloat16 0.961 / 0.994 -> 0.979 / 0.981; 3072 0.927 / 0.926 -> 0.987 /
+// 0.989, bfloat16 0.975 / 0.974 -> 0.988 / 0.987; 3072 columns on 4096 rows 0.804 -> 0.972 and
+// on 1024 rows 0.709 -> 0.943 (half softmax); 2049 (257 packs) 0.99 -> 0.85 (warp). 128 x 4 at
+// 3073 columns 0.777 / 0.797 -> 0.913 / 0.909, bfloat16 0.991 -> 0.91 (warp); 3200 0.941 /
+// 0.944 -> 0.989 / 0.989; 3333 0.890 / 0.916 -> 0.954 / 0.952, bfloat16 0.819 / 0.844 -> 0.954 /
+// 0.951; 3500 0.942 / 0.946 -> 0.983 / 0.981; 3584 (448 packs) 0.953 / 0.952 -> 1.018 / 1.018
+// (256 x 2), bfloat16 0.947 / 0.948 -> 1.013 / 1.016; 4096 0.976 / 0.974 -> 0.969 / 0.967 (256
+// x 2 kept). 256 x 3 at 5000 columns (625 packs) 0.937 / 0.939 -> 0.959 / 0.956, bfloat16 0.939
+// / 0.943 -> 0.958 / 0.957 (block_smem); 6000 0.988 / 0.987 -> 0.999 / 1.004, bfloat16 0.917 /
+// 0.953 -> 1.003 / 1.004; 4500 (563 packs) 0.93 -> 0.88.
+struct Shape16 {
+  int block;
+  int packs;
+  int least;  // the fewest window packs it takes
+  int most;   // the most: block * packs, or fewer
+};
+template <typename T>
+constexpr Shape16 k16BitShapes[] = {
+    {128, 3, std::is_same_v<T, __half> ? 288 : 360, 384},
+    {128, 4, std::is_same_v<T, __half> ? 385 : 400, 448},
+    {256, 2, 449, 512},
+    {256, 3, 624, 768},
+    {512, 2, 896, 1024},
+};
+
+// Fills `plan` for block_registers with `block` threads of `packs` packs each, or (block = 0)
+// with the first of the shapes below that holds the row, if the row fills at least three
+// quarters of it (seven eighths of 1024 x 8), or for the 16-bit types the shape whose range
+// takes the window (k16BitShapes). False when the shape does not hold the row, or a thread would
+// hold more than 32 values (1024 threads have 64 registers each).
+//
+// The 16-bit shapes of 16 values a thread, in 32 registers, let 2048 threads share an SM:
+// 256 x 2 packs at 4096 cols 0.968-0.969x copy (block_smem 0.917-0.923) and 512 x 2 at 8192
+// 0.973-0.977 (0.951-0.954; both ops, half and bfloat16, H200). 32 values a thread on 512
+// threads lost (512 x 4 at 16384: 0.91-0.92 against 0.95); on 128 threads they won (above).
+//
+// The shapes, measured on an H200 against the path that had the row before (tools/softmax_lab.cu,
+// registers=BxN; float, fractions of copy): 128 x 2 packs at 768 cols 1.001 (warp 0.985) and at
+// 1024 0.997 (0.982); 128 x 4 at 1536 0.988 (0.976; log_softmax 0.998 against 0.943) and at
+// 2048 level (0.980); 256 x 4 at 3072 0.983 (block_smem 0.978), 512 x 4 at 8192 0.977 (0.956),
+// 512 x 8 at 12345 0.979 (0.918) and at 16384 0.975 (0.972), 1024 x 8 at 32768 0.961
+// (block_online 0.926). Rows that fill less of a shape measured slower: 512 cols on 128 x 2
+// 0.816 (warp 0.981), 5000 on 512 x 4 0.928 (block_smem 0.967), 20000 on 1024 x 8 0.798
+// (0.968); so did 8 values a thread on 256 or 512 threads (3072 cols on 512 x 2: 0.906).
+template <typename T, Algorithm kAlgorithm>
+bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_aligned,
+                        int block, int packs, Plan& plan,
+                        RowsKernel rows_kernel = RowsKernel::kPlanned) {
+  constexpr int P = PackSize<T>::value;
+  const int64_t window = MaxWindowPacks<T>(cols, x_aligned);
+  const bool whole_rows = WholePackRows<T>(cols, x_aligned);
+  if (block == 0) {
+    if constexpr (kIs16Bit<T>) {
+      // The 16-bit shapes take windows in ranges of their own (see k16BitShapes).
+      for (const auto& shape : k16BitShapes<T>) {
+        if (window >= shape.least && window <= shape.most) {
+          block = shape.block;
+          packs = shape.packs;
+          break;
+        }
+      }
+    } else {
+      constexpr int kFloatShapes[][2] = {{128, 2}, {128, 4}, {256, 4},
+                                         {512, 4}, {512, 8}, {1024, 8}};
+      for (const auto& shape : kFloatShapes) {
+        if (int64_t{shape[0]} * shape[1] >= window) {
+          block = shape[0];
+          packs = shape[1];
+          break;
+        }
+      }
+      // float rows must fill 3/4 of the shape, or 7/8 of the 1024-thread one, which fills an SM
+      // alone: there padding idles the SM's only row (float 24576 cols, 3/4 of 1024 x 8 packs:
+      // 0.897x copy, against 0.955x on block_smem with two blocks of 512 an SM).
+      const int64_t eighths = block == 1024 ? 7 : 6;
+      if (8 * window < eighths * int64_t{block} * packs) { block = 0; }
+    }
+    if (block == 0) { return false; }
+    // float rows of 992-1024 packs (3968-4096 columns), 16 or more waves of them: 512 x 2,
+    // which measured ahead of 256 x 4 once the launch's steady state dominates (4096 columns:
+    // 0.976-0.980 -> 0.994-0.996 at 32768 rows, 0.971 -> 0.987 at 16896, 0.978 -> 0.990 at
+    // 65536, level at 8448, behind below: 0.99 -> 0.90 at 1056; 4000 columns 0.983 -> 0.998;
+    // softmax and log_softmax alike) and behind it on rows that fill less (3600 columns 0.983
+    // -> 0.968; 3900 0.980 -> 0.987). No other float shape gained from fewer values a thread
+    // on more threads (2048 columns on 256 x 2, 8192 on 1024 x 2, 16384 on 1024 x 4).
+    if constexpr (std::is_same_v<T, float>) {
+      if (block == 256 && packs == 4 && 32 * window >= 31 * 1024) {
+        const auto* kernel =
+            reinterpret_cast<const void*>(&BlockRegisterSoftmaxKernel<T, kAlgorithm, 512, 2>);
+        if (rows >= 16 * ResidentBlocks(info, MaxActiveBlocksPerSm(kernel, info, 512, 0))) {
+          block = 512;
+          packs = 2;
+        }
+      }
+    }
+  }
+  bool chosen = false;
+  auto consider = [&](auto block_tag, auto packs_tag) {
+    constexpr int kBlock = decltype(block_tag)::value;
+    constexpr int kPacks = decltype(packs_tag)::value;
+    if constexpr (kPacks * P <= 32 && !std::is_same_v<T, double>) {
+      if (kBlock != block || kPacks != packs || int64_t{kBlock} * kPacks < window) { return; }
+      chosen = true;
+      const void* kernel =
+          reinterpret_cast<const void*>(&BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks>);
+      plan.launch = &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks>;
+      plan.ragged = true;
+      const bool planned_whole =
+          rows_kernel == RowsKernel::kPlanned && PlansWholeRowsKernel<T>(kBlock, kPacks, window);
+      if (whole_rows && (rows_kernel == RowsKernel::kWhole || planned_whole)) {
+        WithWholeRowsKernel<T, kBlock, kPacks>(
+            WholeRowsFallback<T>(kBlock, kPacks, window), [&](auto fallback_tag) {
+              constexpr StoreFallback kFallback = decltype(fallback_tag)::value;
+              kernel = reinterpret_cast<const void*>(&BlockRegisterSoftmaxKernel<
+                                                     T, kAlgorithm, kBlock, kPacks, false, false,
+                                                     kFallback>);
+              plan.launch =
+                  &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks, false, false, kFallback>;
+              plan.ragged = false;
+            });
+      }
+      plan.path = Path::kBlockRegisters;
+      plan.pack = P;
+      plan.block = kBlock;
+      plan.cols_per_thread = kPacks * P;
+      plan.smem = 0;
+      plan.held_per_sm = 0;
+      plan.max_l1 = false;
+      int active = MaxActiveBlocksPerSm(kernel, info, kBlock, 0);
+      if constexpr (std::is_same_v<T, float> && kBlock == 512 && kPacks == 4) {
+        HoldFloat512x4(kernel, info, rows, active, plan);
+      }
+      if constexpr (std::is_same_v<T, float> && kBlock == 128 && kPacks == 4) {
+        constexpr bool kMaxL1 = true;
+        const auto* held = reinterpret_cast<const void*>(
+            &BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, false, true,
+                                        StoreFallback::kElements, kMaxL1>);
+        if (plan.ragged && HoldFloat128x4(held, info, rows, window, active, plan)) {
+          plan.launch =
+              &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks, false, true,
+                                    StoreFallback::kElements, kMaxL1>;
+        }
+      }
+      SetGrid(plan, rows, info, active, /*persistent=*/false);
+    }
+  };
+  // The shapes above, and others for the lab's comparison.
+  consider(std::integral_constant<int, 128>{}, std::integral_constant<int, 2>{});
+  consider(std::integral_constant<int, 128>{}, std::integral_constant<int, 4>{});
+  consider(std::integral_constant<int, 256>{}, std::integral_constant<int, 2>{});
+  consider(std::integral_constant<int, 256>{}, std::integral_constant<int, 4>{});
+  consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 2>{});
+  consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 4>{});
+  consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 8>{});
+  consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 8>{});
+  if constexpr (kIs16Bit<T>) {
+    consider(std::integral_constant<int, 128>{}, std::integral_constant<int, 3>{});
+    consider(std::integral_constant<int, 256>{}, std::integral_constant<int, 3>{});
+  }
+#ifdef ONEFLITE_SOFTMAX_LAB
+  consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 1>{});
+  consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 1>{});
+  consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 2>{});
+  consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 4>{});
+  consider(std::integral_constant<int, 64>{}, std::integral_constant<int, 3>{});
+  consider(std::integral_constant<int, 64>{}, std::integral_constant<int, 6>{});
+  if constexpr (!kIs16Bit<T>) {
+    consider(std::integral_constant<int, 128>{}, std::integral_constant<int, 3>{});
+    consider(std::integral_constant<int, 256>{}, std::integral_constant<int, 3>{});
+  }
+  consider(std::integral_constant<int, 256>{}, std::integral_constant<int, 8>{});
+  consider(std::integral_constant<int, 96>{}, std::integral_constant<int, 2>{});
+  consider(std::integral_constant<int, 96>{}, std::integral_constant<int, 4>{});
+  consider(std::integral_constant<int, 192>{}, std::integral_constant<int, 1>{});
+  consider(std::integral_constant<int, 192>{}, std::integral_constant<int, 2>{});
+  consider(std::integral_constant<int, 384>{}, std::integral_constant<int, 1>{});
+#endif
+  return chosen;
+}
+
+// Fills `plan` for block_registers with a cached tail (see BlockRegisterSoftmaxKernel): `block`
+// threads of `packs` register packs each, and the rest of the row's window in shared memory, as
+// many slots a thread as that takes. False when the shape's registers hold the row already, or
+// its tail does not fit in the shared memory one block may take.
+template <typename T, Algorithm kAlgorithm>
+bool PlanRegistersTail(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_aligned,
+                       int block, int packs, Plan& plan) {
+  constexpr int P = PackSize<T>::value;
+  const int64_t window = MaxWindowPacks<T>(cols, x_aligned);
+  bool chosen = false;
+  auto consider = [&](auto block_tag, auto packs_tag) {
+    constexpr int kBlock = decltype(block_tag)::value;
+    constexpr int kPacks = decltype(packs_tag)::value;
+    if constexpr (kPacks * P <= 32 && !std::is_same_v<T, double>) {
+      const int64_t in_registers = int64_t{kBlock} * kPacks;
+      if (chosen || kBlock != block || kPacks != packs || window <= in_registers) { return; }
+      const auto* kernel = reinterpret_cast<const void*>(
+          &BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, true>);
+      const int64_t slots = (window - in_registers + kBlock - 1) / kBlock;
+      const size_t smem = static_cast<size_t>(slots * kBlock) * kPackBytes;
+      if (smem > MaxDynamicSmem(kernel, info)) { return; }
+      chosen = true;
+      plan.path = Path::kBlockRegisters;
+      plan.pack = P;
+      plan.block = kBlock;
+      plan.cols_per_thread = kPacks * P;
+      plan.ragged = true;
+      plan.cached_packs = static_cast<int>(slots * kBlock);
+      plan.smem = smem;
+      plan.held_per_sm = 0;
+      plan.max_l1 = false;
+      plan.launch = &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks, true>;
+      SetGrid(plan, rows, info, MaxActiveBlocksPerSm(kernel, info, kBlock, smem),
+              /*persistent=*/false);
+    }
+  };
+  // The planner's shapes (PlanCachedTail), and others for the lab's comparison.
+  if constexpr (kIs16Bit<T>) {
+    consider(std::integral_constant<int, 256>{}, std::integral_constant<int, 2>{});
+    consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 2>{});
+  } else {
+    consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 8>{});
+  }
+#ifdef ONEFLITE_SOFTMAX_LAB
+  consider(std::integral_constant<int, 256>{}, std::integral_constant<int, 2>{});
+  consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 2>{});
+  consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 4>{});
+  consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 8>{});
+  consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 2>{});
+  consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 4>{});
+  consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 8>{});
+#endif
+  return chosen;
+}
+
+// block_registers with a cached tail (PlanRegistersTail), for the rows where it measured ahead
+// of the plan the rest of PlanSoftmax makes. On an H200 (tools/softmax_lab.cu, tail=BxN against
+// that plan; fractions of copy, softmax / log_softmax, half and bfloat16 alike within 1-2%):
+//  * 16-bit rows of 1281-2048 packs (10241-16384 columns), where block_smem gives 128 threads
+//    11-16 packs each, from 1537 packs (12289 columns) for rows off a 16-byte boundary: 256
+//    threads of 2 register packs. 11000 columns 0.928 -> 0.964, 12000 0.958 -> 0.986, 12345
+//    0.912 -> 0.963 / 0.917 -> 0.964, 14001 0.906 -> 0.962; level at 9000-10248, 16384 and
+//    20000; behind at 8500 (0.938 -> 0.885) and 6000 (0.995 -> 0.803), where a thread has too
+//    few packs in flight, and for rows off a boundary up to about 11000 columns (10241 0.916 ->
+//    0.834, 11001 0.923 -> 0.896).
+//  * 16-bit softmax rows that block_smem gives 512 threads (3457 packs, 27657 columns, and up):
+//    256 threads of 2 register packs again, up to 3712 packs (29696 columns), and for bfloat16
+//    up to 4608 (36864). bfloat16 28672 0.858 -> 0.923, 29696 0.892 -> 0.948, 30720-36864
+//    0.881-0.905 -> 0.915-0.929 (+1.5-4.6%); half 28672 0.891 -> 0.924, 29696 0.922 -> 0.945,
+//    and from 32768 behind (0.936 -> 0.923). log_softmax, which needs no second exp, kept
+//    block_smem: behind from 30720 (-0.2 to -3.4%), +0.2-2.7% at 28672-29696 (NOTES item 58).
+//  * 16-bit rows that block_smem could give only one block an SM (PlanTwoPerSm's), while two
+//    blocks of 512 threads of 2 register packs fit: bfloat16 65536 0.894 -> 0.922 / 0.913 ->
+//    0.932, half 0.916 -> 0.929, 60000 +1%. Past that (65535 columns, one block an SM) 0.865 ->
+//    0.759.
+//  * float rows of at least 9 x 1024 packs (36864 columns), a tail slot a thread or more: 1024
+//    threads of 8 register packs, one block an SM. 45000 0.832 -> 0.932, 49152 0.817 -> 0.911,
+//    57344 0.783 -> 0.903, 81920 0.800 -> 0.888, 90000 0.760 -> 0.859 (log_softmax up to 0.03
+//    more); 40001 level / +3%. Except where block_online's one block holds the row on chip (its
+//    shared memory and held packs; float 58049-66240 columns): 65536 0.927 against 0.901-0.910.
+//    Below 9 x 1024 packs the tail lost (33000 columns 0.947 -> 0.899).
+template <typename T, Algorithm kAlgorithm>
+bool PlanCachedTail(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_aligned,
+                    Plan& plan) {
+  if constexpr (std::is_same_v<T, double>) {
+    return false;
+  } else {
+    const int64_t window = MaxWindowPacks<T>(cols, x_aligned);
+    if constexpr (kIs16Bit<T>) {
+      const bool rows_aligned = WholePackRows<T>(cols, x_aligned);
+      if (window > (rows_aligned ? 10 : 12) * 128 && window <= 16 * 128) {
+        return PlanRegistersTail<T, kAlgorithm>(info, rows, cols, x_aligned, 256, 2, plan);
+      }
+      // softmax rows that block_smem would give 512 threads of 7-9 packs (from 3457 packs):
+      // 256 x 2 up to 29 x 128 packs, and bfloat16's up to 36 x 128.
+      constexpr int64_t kLastSoftmaxTail =
+          (std::is_same_v<T, __nv_bfloat16> ? 36 : 29) * int64_t{128};
+      if (kAlgorithm == Algorithm::kSoftmax && window > 27 * 128 && window <= kLastSoftmaxTail) {
+        return PlanRegistersTail<T, kAlgorithm>(info, rows, cols, x_aligned, 256, 2, plan);
+      }
+      // 512 x 2 only while two of its blocks fit on an SM.
+      const bool one_block = window * kPackBytes > info.max_shared_memory_per_sm / 2;
+      Plan tail = plan;
+      if (!one_block ||
+          !PlanRegistersTail<T, kAlgorithm>(info, rows, cols, x_aligned, 512, 2, tail) ||
+          tail.active_per_sm < 2) {
+        return false;
+      }
+      plan = tail;
+      return true;
+    } else {
+      constexpr int kBlock = kMaxBlockSize<T>;
+      const auto* online = reinterpret_cast<const void*>(
+          &BlockSoftmaxKernel<T, kAlgorithm, kBlock, true, true, T, kOnlineHeldPacks>);
+      const int64_t cached = static_cast<int64_t>(MaxDynamicSmem(online, info) / kPackBytes);
+      const bool online_holds_row =
+          window > cached && window <= cached + int64_t{kOnlineHeldPacks} * kBlock;
+      return window >= 9 * 1024 && !online_holds_row &&
+             PlanRegistersTail<T, kAlgorithm>(info, rows, cols, x_aligned, 1024, 8, plan);
+    }
+  }
+}
+
+// The one decision function: the path, its shape and its grid (PlanPath), then the stagger of
+// the launch's first wave (StaggerFirstWave). `x_aligned`: x starts on a 16-byte boundary, and
+// so does y (Describe, which has no pointers, assumes they do). `allow_registers` = false plans a
+// shared-memory block path for any row, never the paths that hold a row in registers or stage it
+// per warp (for tools/softmax_lab.cu, which compares the paths).
+template <typename T, Algorithm kAlgorithm>
+Plan PlanPath(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_aligned,
+              bool allow_registers);
+
+template <typename T, Algorithm kAlgorithm>
+Plan PlanSoftmax(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_aligned,
+                 bool allow_registers = true) {
+  Plan plan = PlanPath<T, kAlgorithm>(info, rows, cols, x_aligned, allow_registers);
+  StaggerFirstWave<T>(info, cols, plan);
+  return plan;
+}
+
+// The path for rows of `cols` elements, from the fastest that takes them.
+template <typename T, Algorithm kAlgorithm>
+Plan PlanPath(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_aligned,
+              bool allow_registers) {
+  constexpr int P = PackSize<T>::value;
+  const int64_t window = MaxWindowPacks<T>(cols, x_aligned);
+  Plan plan;
+  plan.pack = P;
+
+  // Rows that fill a block_registers shape well (see PlanBlockRegisters): a block holds the row
+  // in registers, ahead of the warp path for float rows of 768 to 32768 columns and of the
+  // block paths for 16-bit rows of 2297 to 6144 and 7169 to 8192 columns (k16BitShapes).
+  if constexpr (!std::is_same_v<T, double>) {
+    if (allow_registers &&
+        PlanBlockRegisters<T, kAlgorithm>(info, rows, cols, x_aligned, 0, 0, plan)) {
+      return plan;
+    }
+  }
+
+  // Short rows whose word count is an odd number times a few lanes: a warp stages two tiles of
+  // them through shared memory (PlanTileRows).
+  if (allow_registers && x_aligned && PlanTileRows<T, kAlgorithm>(info, rows, cols, plan)) {
+    return plan;
+  }
+
+  // The warp path holds a row's whole packs in its rung and its edge columns beside them.
+  const int64_t whole_packs = cols / P;
+  if (allow_registers && whole_packs <= MaxWarpPacks<T>()) {
+    bool chosen = false;
+    ForEachWarpShape([&](auto shape) {
+      using Shape = decltype(shape);
+      if constexpr (kWarpShapeFor<T, Shape>) {
+        if (chosen || Shape::max_packs < whole_packs) { return; }
+        chosen = true;
+        PlanWarp<T, kAlgorithm, Shape>(info, rows, !WholePackRows<T>(cols, x_aligned), plan);
+      }
+    });
+    return plan;
+  }
+
+  // Rows that a block_registers shape holds with a tail cached in shared memory, where that
+  // measured ahead of the paths below (PlanCachedTail).
+  if (allow_registers && PlanCachedTail<T, kAlgorithm>(info, rows, cols, x_aligned, plan)) {
+    return plan;
+  }
+
+  // A block per row with the whole row cached; while one block waits on its copies, the SM's
+  // others compute. The block size, measured on an H200 (tools/softmax_lab.cu, block=N): 128
+  // threads while at least 4 such blocks fit on an SM (16 warps) and a thread owns fewer than 16
+  // packs, since a small block has the least per-row overhead: 0.96x copy for float 8192 where
+  // 256 threads measured 0.88x. Otherwise (long rows), the size with the most resident threads,
+  // ties going to more blocks: float 16384 cols 0.87x at 256 threads (3 blocks), 0.97x at 512 (2
+  // blocks); half 32768 0.83x and 0.91x; half 16384, 16 packs a thread at 128 threads, 0.926x
+  // there and 0.949x at 256 (bfloat16 0.919x, 0.942x). When only one block fits, two half-size
+  // blocks that cache part of the row each (PlanTwoPerSm) measured faster still.
+  const size_t row_smem = static_cast<size_t>(window) * kPackBytes;
+  int best_active = 0;
+  int best_threads = 0;
+  // 128 threads with 4 or more blocks an SM and fewer than 16 packs a thread: nothing larger is
+  // tried.
+  bool settled = false;
+  auto consider = [&](auto block_tag) {
+    constexpr int kBlock = decltype(block_tag)::value;
+    const auto* kernel = reinterpret_cast<const void*>(&BlockSoftmaxKernel<T, kAlgorithm, kBlock>);
+    if (settled || row_smem > MaxDynamicSmem(kernel, info)) { return; }
+    const int active = MaxActiveBlocksPerSm(kernel, info, kBlock, row_smem);
+    const int threads = active * kBlock;
+    if (active == 0 || threads < best_threads ||
+        (threads == best_threads && active <= best_active)) {
+      return;
+    }
+    best_active = active;
+    best_threads = threads;
+    settled = kBlock == 128 && active >= 4 && window < 16 * kBlock;
+    plan.path = Path::kBlockSmem;
+    plan.block = kBlock;
+    plan.cached_packs = static_cast<int>(window);
+    plan.smem = row_smem;
+    plan.launch = &LaunchBlock<T, kAlgorithm, kBlock>;
+  };
+  if constexpr (kIs16Bit<T>) {
+    // 16-bit rows of up to kSmallBlockPacks packs on 64 threads (32 blocks an SM can hold twice
+    // the rows in flight): measured on an H200 at 4096 cols half 0.89 -> 0.96x copy, bfloat16
+    // 0.83 -> 0.96x; 5000 cols 0.91 -> 0.94x and 0.84 -> 0.94x. At 6144 cols (768 packs) half
+    // measured 0.97x at 128 threads and 0.955x at 64.
+    if (window <= kSmallBlockPacks) {
+      consider(std::integral_constant<int, 64>{});
+      settled = best_active > 0;
+    }
+  }
+  ForEachBlockSize<T>(consider);
+  if (best_active == 1 && PlanTwoPerSm<T, kAlgorithm>(info, rows, window, plan)) { return plan; }
+  if (best_active > 0) {
+    SetGrid(plan, rows, info, best_active, /*persistent=*/false);
+    return plan;
+  }
+
+  // The row is longer than shared memory: one block of the largest size per SM caches as much
+  // of it as fits, and re-reads only the rest. One row per SM at a time keeps that re-read close
+  // behind the first read, so it usually hits L2.
+  constexpr int kBlock = kMaxBlockSize<T>;
+  const auto* kernel = reinterpret_cast<const void*>(
+      &BlockSoftmaxKernel<T, kAlgorithm, kBlock, true, true, T, kOnlineHeldPacks>);
+  plan.path = Path::kBlockOnline;
+  plan.block = kBlock;
+  plan.cached_packs = static_cast<int>(MaxDynamicSmem(kernel, info) / kPackBytes);
+  plan.smem = static_cast<size_t>(plan.cached_packs) * kPackBytes;
+  // Pass 2 stages element-wise stores of uncached packs in each thread's first slot.
+  ONEFLITE_CHECK(plan.cached_packs >= kBlock, RuntimeError, "softmax: ", plan.smem,
+                 " bytes of shared memory per block are too few for the block_online path");
+  plan.launch = &LaunchBlock<T, kAlgorithm, kBlock, true, true, T, kOnlineHeldPacks>;
+  SetGrid(plan, rows, info, MaxActiveBlocksPerSm(kernel, info, kBlock, plan.smem),
+          /*persistent=*/false);
+  return plan;
+}
+
+inline bool IsPackAligned(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % kPackBytes == 0;
+}
+
+// The primitive: T is the CUDA element type (__half, __nv_bfloat16, float, double); Base is
+// Softmax or LogSoftmax, which share one contract.
+template <typename T, Algorithm kAlgorithm, typename Base>
+class SoftmaxImpl final : public Base {
+ public:
+  void Launch(Stream* stream, int64_t rows, int64_t cols, const void* x, void* y) override {
+    if (rows <= 0 || cols <= 0) { return; }
+    auto* cuda_stream = static_cast<CudaStream*>(stream);
+    // "Aligned" needs y too: the warp_tile path stores whole packs of y where it loaded x's.
+    // (Tensors from oneflite's allocators always are; a misaligned y from a C++ caller makes
+    // the plan one that handles any alignment.)
+    const Plan plan = PlanSoftmax<T, kAlgorithm>(cuda_stream->device_info(), rows, cols,
+                                                 IsPackAligned(x) && IsPackAligned(y));
+    plan.launch(plan, cuda_stream->cuda_stream(), rows, cols, x, y);
+  }
+
+  std::string Describe(int64_t rows, int64_t cols) const override {
+    if (rows <= 0 || cols <= 0) { return "empty"; }
+    return ToString(PlanSoftmax<T, kAlgorithm>(CurrentDeviceInfo(), rows, cols, true));
+  }
+};
+
+// Defined, one dtype per file, in softmax_<dtype>.cu, so the dtypes compile in parallel; the
+// extern declarations keep softmax.cu from instantiating any kernel.
+template <typename T>
+std::unique_ptr<Softmax> NewSoftmax() {
+  return std::make_unique<SoftmaxImpl<T, Algorithm::kSoftmax, Softmax>>();
+}
+template <typename T>
+std::unique_ptr<LogSoftmax> NewLogSoftmax() {
+  return std::make_unique<SoftmaxImpl<T, Algorithm::kLogSoftmax, LogSoftmax>>();
+}
+
+#define ONEFLITE_SOFTMAX_DECLARE_DTYPE(T)                    \
+  extern template std::unique_ptr<Softmax> NewSoftmax<T>(); \
+  extern template std::unique_ptr<LogSoftmax> NewLogSoftmax<T>();
+ONEFLITE_SOFTMAX_DECLARE_DTYPE(__half)
+ONEFLITE_SOFTMAX_DECLARE_DTYPE(__nv_bfloat16)
+ONEFLITE_SOFTMAX_DECLARE_DTYPE(float)
+ONEFLITE_SOFTMAX_DECLARE_DTYPE(double)
+#undef ONEFLITE_SOFTMAX_DECLARE_DTYPE
+
+}  // namespace oneflite::ep::primitive::cuda_softmax
