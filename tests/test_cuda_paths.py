@@ -34,18 +34,18 @@ FLOATS = [oneflite.float16, oneflite.bfloat16, oneflite.float32, oneflite.float6
 ALL = [*FLOATS, oneflite.int32, oneflite.int64, oneflite.bool]
 OPS = {"softmax": (F.softmax, softmax_ref), "log_softmax": (F.log_softmax, log_softmax_ref)}
 
-# Row lengths reaching every warp rung of every dtype (16-byte packs: 8 halves, 4 floats, 2
-# doubles; the rung is the first whose lanes x packs cover the row's whole packs, cols // pack,
-# its edge columns held beside them), every warp_tile rung (a row of W * K 32-bit words, K odd,
-# takes W lanes of the first of 9, 13, 17 and 25 words at or above K, if K >= 7: 16-bit rows of
-# 2 * W * K columns, float rows of W * K, for W = 1, 2, 4, 8; 14 columns reach the 7-word end),
-# each block_registers shape, float's (1000, 1534, 3072, 8192, 12345 and 32768 columns) and the
-# 16-bit types' (3072, 3300, 4000, 5000 and 7500 columns; 8192 too), block_registers with a
-# cached tail in shared memory (16-bit 12345 and 16384 columns on 256 threads and 65536 on 512,
-# float 40001 and 81920 on 1024), the shared-memory path (double from 258, and float, half from
-# 2049 and bfloat16 from 3073 where no register path takes the row: 16-bit rows on 64 threads
-# up to 5120 columns, as half's 2100, 128 at 9000, 256 at 20000) and the online path (float
-# 65536 and past 90112 columns, 16-bit past 65536, double ~29k).
+# Row lengths reaching every warp rung of every dtype (16-byte packs: 8 halves, 4 floats, 2 doubles;
+# the rung is the first whose lanes x packs cover the row's whole packs, cols // pack, its edge
+# columns held beside them), every warp_tile rung (a row of W * K 32-bit words, K odd, takes W lanes
+# of the first of 9, 13, 17 and 25 words at or above K, if K >= 7: 16-bit rows of 2 * W * K columns,
+# float rows of W * K, for W = 1, 2, 4, 8; 14 columns reach the 7-word end), each block_registers
+# shape, float's (1000, 1534, 3072, 8192, 12345 and 32768 columns) and the 16-bit types' (3072,
+# 3300, 4000, 5000 and 7500 columns; 8192 too), block_registers with a cached tail in shared memory
+# (16-bit 12345 columns, and 16384 where the DRAM is wide, on 256 threads and 65536 on 512, float
+# 40001 and 81920 on 1024), the shared-memory path (double from 258, and float, half from 2049 and
+# bfloat16 from 3073 where no register path takes the row: 16-bit rows on 64 threads up to 5120
+# columns, as half's 2100, 128 at 9000, 256 at 20000) and the online path (float 65536 and past
+# 90112 columns, 16-bit past 65536, double ~29k).
 COLS = [1, 2, 3, 5, 6, 9, 10, 12, 13, 14, 17, 18, 20, 25, 26, 31, 33, 34, 36, 50, 52, 64, 65, 68,
         72, 96, 100, 104, 129, 136, 144, 200, 208, 254, 257, 272, 400, 506, 513, 1000, 1025, 1534,
         2100, 2500, 3072, 3300, 4000, 4097, 5000, 7500, 8192, 9000, 12345, 16384, 20000, 32768,
@@ -141,6 +141,31 @@ def test_first_wave_stagger_leaves_results_unchanged(dtype, cols, rows):
 def _sm_count() -> int:
     text = oneflite._C._device_backends()["cuda"]
     return int(re.search(r"cuda:0 .*?, (\d+) SMs", text).group(1))
+
+
+def _dram_gbps_per_sm() -> float:
+    text = oneflite._C._device_backends()["cuda"]
+    return int(re.search(r"cuda:0 .*?, (\d+) GB/s peak DRAM", text).group(1)) / _sm_count()
+
+
+@pytest.mark.parametrize("kind", list(OPS))
+@pytest.mark.parametrize("dtype", [oneflite.float16, oneflite.bfloat16], ids=lambda d: d.name)
+@pytest.mark.parametrize("cols", [13000, 14336, 16000, 16384])
+def test_16bit_rows_of_1792_to_2048_packs_take_512_threads_where_dram_is_narrow(cols, dtype, kind):
+    # 16-bit rows whose window is 1792-2048 packs take block_registers' 512 threads of 4 packs
+    # on a device whose DRAM gives each SM under 30 GB/s (an H100), and keep the cached tail's
+    # 256 threads of 2 register packs on a wider one (an H200) (kNarrowDramGBpsPerSm). Rows of
+    # 13000 columns (1625 packs), and 16384 one element off a 16-byte boundary (2049), keep the
+    # tail on both.
+    narrow = _dram_gbps_per_sm() < 30
+    for offset, plan in _aligned_and_off_a_boundary(kind, dtype, 5, cols):
+        # The 16-byte packs that cover the row (MaxWindowPacks): whole packs only where the row
+        # starts on a boundary and fills its last pack.
+        window = cols // 8 if offset == 0 and cols % 8 == 0 else (cols + 2 * 8 - 2) // 8
+        if narrow and 1792 <= window <= 2048:
+            assert "block_registers: pack=8 cols_per_thread=32 block=512 " in plan, plan
+        else:
+            assert "block_registers: pack=8 cols_per_thread=16 block=256 smem=" in plan, plan
 
 
 @pytest.mark.parametrize("kind", list(OPS))

@@ -2,6 +2,7 @@
 // blocks kept for reuse (BlockCache), and one non-blocking stream per device that all of
 // oneflite's work on that device is queued on.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -157,10 +158,12 @@ class CudaDeviceManager final : public DeviceManager {
         cudaGetLastError();
         continue;
       }
+      const double dram_gbps = CudaDeviceInfo::Read(i).PeakDramGBps();
       text += "\ncuda:" + std::to_string(i) + " " + prop.name + ", sm_" +
               std::to_string(prop.major) + std::to_string(prop.minor) + ", " +
               std::to_string(prop.multiProcessorCount) + " SMs, " +
-              std::to_string(prop.totalGlobalMem >> 20) + " MiB";
+              std::to_string(prop.totalGlobalMem >> 20) + " MiB, " +
+              std::to_string(std::lround(dram_gbps)) + " GB/s peak DRAM";
     }
     return text;
   }
@@ -267,7 +270,8 @@ class CudaDeviceManager final : public DeviceManager {
       cudaMemPool_t pool = nullptr;
       ONEFLITE_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, index));
       uint64_t threshold = UINT64_MAX;
-      ONEFLITE_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+      ONEFLITE_CUDA_CHECK(
+          cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
       size_t free_bytes = 0, total_bytes = 0;
       {
         CudaDeviceGuard guard(index);

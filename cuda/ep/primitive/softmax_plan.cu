@@ -106,25 +106,7 @@ const CudaDeviceInfo& CurrentDeviceInfo() {
   ONEFLITE_CUDA_CHECK(cudaGetDevice(&device));
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = infos.find(device); it != infos.end()) { return it->second; }
-  auto attribute = [device](cudaDeviceAttr attr) {
-    int value = 0;
-    ONEFLITE_CUDA_CHECK(cudaDeviceGetAttribute(&value, attr, device));
-    return value;
-  };
-  // The same fields, from the same attributes, as CudaStream reads for its device_info().
-  CudaDeviceInfo info;
-  info.index = device;
-  info.sm_count = attribute(cudaDevAttrMultiProcessorCount);
-  info.max_threads_per_sm = attribute(cudaDevAttrMaxThreadsPerMultiProcessor);
-  info.max_threads_per_block = attribute(cudaDevAttrMaxThreadsPerBlock);
-  info.max_shared_memory_per_block = attribute(cudaDevAttrMaxSharedMemoryPerBlock);
-  info.max_shared_memory_per_block_optin = attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin);
-  info.max_shared_memory_per_sm = attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor);
-  info.l2_cache_bytes = attribute(cudaDevAttrL2CacheSize);
-  info.clock_khz = attribute(cudaDevAttrClockRate);
-  info.major = attribute(cudaDevAttrComputeCapabilityMajor);
-  info.minor = attribute(cudaDevAttrComputeCapabilityMinor);
-  return infos.emplace(device, info).first->second;
+  return infos.emplace(device, CudaDeviceInfo::Read(device)).first->second;
 }
 
 std::string ToString(const Plan& plan) {

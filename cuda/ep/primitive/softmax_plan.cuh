@@ -631,6 +631,19 @@ constexpr Shape16 k16BitShapes[] = {
     {512, 2, 896, 1024},
 };
 
+// 16-bit rows of 1792-2048 window packs (14336-16384 aligned columns) on 512 x 4, 32 values a
+// thread (Triton's shape for them), where the device's DRAM is narrow for its SMs (under
+// kNarrowDramGBpsPerSm, CudaDeviceInfo::PeakDramGBpsPerSm); on a wider one they keep the cached
+// tail (PlanCachedTail), whose 256-thread blocks keep more of each row in flight. Measured
+// (tools/softmax_lab.cu, registers=512x4 against the plan, fractions of copy, softmax /
+// log_softmax; half and bfloat16 within 0.3%): on an H100 (25 GB/s an SM) 14336 columns 0.983
+// -> 0.994 / 0.984 -> 0.991, 15360 0.979 -> 0.994 / 0.983 -> 0.995, 16000 0.996 -> 1.013 / 0.995
+// -> 1.008, 16384 0.979 -> 0.997 / 0.983 -> 0.997 (Triton's kernel 0.990-0.997 at 14336-16384),
+// and behind at 13000 (1625 packs: 0.990 -> 0.987 / 0.992 -> 0.981); on an H200 (37 GB/s an SM)
+// behind throughout, 14336 0.964 -> 0.872, 16384 0.948 -> 0.921 (softmax; log_softmax alike).
+constexpr double kNarrowDramGBpsPerSm = 30.0;
+constexpr int64_t kNarrowDram512x4LeastPacks = 1792;
+
 // Fills `plan` for block_registers with `block` threads of `packs` packs each, or (block = 0)
 // with the first of the shapes below that holds the row, if the row fills at least three
 // quarters of it (seven eighths of 1024 x 8), or for the 16-bit types the shape whose range
@@ -640,7 +653,8 @@ constexpr Shape16 k16BitShapes[] = {
 // The 16-bit shapes of 16 values a thread, in 32 registers, let 2048 threads share an SM:
 // 256 x 2 packs at 4096 cols 0.968-0.969x copy (block_smem 0.917-0.923) and 512 x 2 at 8192
 // 0.973-0.977 (0.951-0.954; both ops, half and bfloat16, H200). 32 values a thread on 512
-// threads lost (512 x 4 at 16384: 0.91-0.92 against 0.95); on 128 threads they won (above).
+// threads lost on an H200 (512 x 4 at 16384: 0.91-0.92 against 0.95) and won on an H100
+// (kNarrowDramGBpsPerSm); on 128 threads they won (above).
 //
 // The shapes, measured on an H200 against the path that had the row before (tools/softmax_lab.cu,
 // registers=BxN; float, fractions of copy): 128 x 2 packs at 768 cols 1.001 (warp 0.985) and at
@@ -666,6 +680,11 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
           packs = shape.packs;
           break;
         }
+      }
+      if (window >= kNarrowDram512x4LeastPacks && window <= 512 * 4 &&
+          info.PeakDramGBpsPerSm() < kNarrowDramGBpsPerSm) {
+        block = 512;
+        packs = 4;
       }
     } else {
       constexpr int kFloatShapes[][2] = {{128, 2}, {128, 4}, {256, 4},
