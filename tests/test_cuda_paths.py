@@ -154,14 +154,13 @@ def _dram_gbps_per_sm() -> float:
 def test_16bit_rows_of_1792_to_2048_packs_take_512_threads_where_dram_is_narrow(cols, dtype, kind):
     # 16-bit rows whose window is 1792-2048 packs take block_registers' 512 threads of 4 packs
     # on a device whose DRAM gives each SM under 30 GB/s (an H100), and keep the cached tail's
-    # 256 threads of 2 register packs on a wider one (an H200) (kNarrowDramGBpsPerSm). Rows of
-    # 13000 columns (1625 packs), and 16384 one element off a 16-byte boundary (2049), keep the
-    # tail on both.
+    # 256 threads of 2 register packs on a wider one (an H200) (kNarrowDramGBpsPerSm); rows of
+    # 13000 columns (1625 packs) keep the tail on both. The trace reports the plan for rows on a
+    # 16-byte boundary, whose window is the row's packs (MaxWindowPacks); the same rows one
+    # element off a boundary (16384 columns: 2049 packs, the tail) are checked for their results.
     narrow = _dram_gbps_per_sm() < 30
-    for offset, plan in _aligned_and_off_a_boundary(kind, dtype, 5, cols):
-        # The 16-byte packs that cover the row (MaxWindowPacks): whole packs only where the row
-        # starts on a boundary and fills its last pack.
-        window = cols // 8 if offset == 0 and cols % 8 == 0 else (cols + 2 * 8 - 2) // 8
+    window = cols // 8 if cols % 8 == 0 else (cols + 2 * 8 - 2) // 8
+    for _, plan in _aligned_and_off_a_boundary(kind, dtype, 5, cols):
         if narrow and 1792 <= window <= 2048:
             assert "block_registers: pack=8 cols_per_thread=32 block=512 " in plan, plan
         else:
