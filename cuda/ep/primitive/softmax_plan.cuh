@@ -634,7 +634,8 @@ constexpr Shape16 k16BitShapes[] = {
 // 16-bit rows of 1792-2048 window packs (14336-16384 aligned columns) on 512 x 4, 32 values a
 // thread (Triton's shape for them), where the device's DRAM is narrow for its SMs (under
 // kNarrowDramGBpsPerSm, CudaDeviceInfo::PeakDramGBpsPerSm); on a wider one they keep the cached
-// tail (PlanCachedTail), whose 256-thread blocks keep more of each row in flight. Measured
+// tail (PlanCachedTail): a faster DRAM needs more bytes in flight for each SM's share, the likely
+// reason (not a measured one) the two devices differ (NOTES.md, item 68). Measured
 // (tools/softmax_lab.cu, registers=512x4 against the plan, fractions of copy, softmax /
 // log_softmax; half and bfloat16 within 0.3%): on an H100 (25 GB/s an SM) 14336 columns 0.983
 // -> 0.994 / 0.984 -> 0.991, 15360 0.979 -> 0.994 / 0.983 -> 0.995, 16000 0.996 -> 1.013 / 0.995
