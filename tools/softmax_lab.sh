@@ -33,8 +33,8 @@ sources=("$repo/tools/softmax_lab.cu" "$repo/cuda/ep/primitive/softmax_plan.cu")
 for dtype in "${dtypes[@]}"; do
   binary="$build/softmax_lab_$dtype"
   # The newest of the sources and the binary (ls fails, harmlessly, while there is no binary).
-  newest=$( (ls -t "${sources[@]}" "$repo"/cuda/ep/primitive/softmax_*.cuh "$binary" \
-             2>/dev/null || true) | head -1)
+  newest=$( (ls -t "${sources[@]}" "$repo"/cuda/ep/primitive/softmax_*.cuh \
+                "$repo/cuda/ep/cuda_stream.h" "$binary" 2>/dev/null || true) | head -1)
   if [ "$newest" != "$binary" ]; then
     nvcc -O3 -std=c++17 --expt-relaxed-constexpr -arch="sm_$arch" -DLAB_DTYPE="$(code "$dtype")" \
       -I"$repo/cuda" -I"$repo/cpp/include" "${sources[@]}" -o "$binary" &

@@ -44,9 +44,9 @@ struct CudaDeviceInfo {
   // links the CUDA primitives without the framework (tools/softmax_lab.cu) reads them alike.
   static CudaDeviceInfo Read(int index);
 
-  // The DRAM's peak bandwidth, in GB/s: 3352 on an H100 (SXM, HBM3), 4915 on an H200 (HBM3e).
+  // The DRAM's peak bandwidth, in GB/s: 3352 on an H100 (SXM, HBM3), 4814 on an H200 (HBM3e).
   double PeakDramGBps() const { return 2.0 * memory_clock_khz * 1e3 * memory_bus_bits / 8 / 1e9; }
-  // The same shared out over the SMs: 25 on an H100, 37 on an H200. How many bytes an SM must
+  // The same shared out over the SMs: 25 on an H100, 36 on an H200. How many bytes an SM must
   // keep in flight to draw its share grows with it, and some launch plans depend on that.
   double PeakDramGBpsPerSm() const { return sm_count > 0 ? PeakDramGBps() / sm_count : 0.0; }
 };

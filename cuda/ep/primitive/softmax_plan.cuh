@@ -640,7 +640,7 @@ constexpr Shape16 k16BitShapes[] = {
 // log_softmax; half and bfloat16 within 0.3%): on an H100 (25 GB/s an SM) 14336 columns 0.983
 // -> 0.994 / 0.984 -> 0.991, 15360 0.979 -> 0.994 / 0.983 -> 0.995, 16000 0.996 -> 1.013 / 0.995
 // -> 1.008, 16384 0.979 -> 0.997 / 0.983 -> 0.997 (Triton's kernel 0.990-0.997 at 14336-16384),
-// and behind at 13000 (1625 packs: 0.990 -> 0.987 / 0.992 -> 0.981); on an H200 (37 GB/s an SM)
+// and behind at 13000 (1625 packs: 0.990 -> 0.987 / 0.992 -> 0.981); on an H200 (36 GB/s an SM)
 // behind throughout, 14336 0.964 -> 0.872, 16384 0.948 -> 0.921 (softmax; log_softmax alike).
 constexpr double kNarrowDramGBpsPerSm = 30.0;
 constexpr int64_t kNarrowDram512x4LeastPacks = 1792;
