@@ -5,7 +5,8 @@ quick check in the normal suite.
 Row lengths are picked to reach each rung of the warp ladder (every thread-group width, one and
 two rows per access, each packs-per-lane count) for every dtype, each rung of the warp_tile
 ladder (lanes a row x words a lane) for float and the 16-bit types, then the block paths:
-block_registers at each of its shapes (float's six, the 16-bit types' two) and with a cached
+block_registers at each of its shapes (float's eight, the 16-bit types' five; their sixth
+for rows of 960-1024 columns needs many rows and has a test of its own) and with a cached
 tail, the shared-memory path (16-bit rows at three of its block sizes) and the online path for
 rows past shared memory. Each shape runs from an aligned start and from one row in (off a
 16-byte boundary for most lengths), for softmax and log_softmax; the last test checks from
@@ -39,13 +40,13 @@ OPS = {"softmax": (F.softmax, softmax_ref), "log_softmax": (F.log_softmax, log_s
 # columns held beside them), every warp_tile rung (a row of W * K 32-bit words, K odd, takes W lanes
 # of the first of 9, 13, 17 and 25 words at or above K, if K >= 7: 16-bit rows of 2 * W * K columns,
 # float rows of W * K, for W = 1, 2, 4, 8; 14 columns reach the 7-word end), each block_registers
-# shape, float's (1000, 1534, 3072, 8192, 12345 and 32768 columns) and the 16-bit types' (3072,
-# 3300, 4000, 5000 and 7500 columns; 8192 too), block_registers with a cached tail in shared memory
-# (16-bit 12345 columns, and 16384 where the DRAM is wide, on 256 threads and 65536 on 512, float
-# 40001 and 81920 on 1024), the shared-memory path (double from 258, and float, half from 2049 and
-# bfloat16 from 3073 where no register path takes the row: 16-bit rows on 64 threads up to 5120
-# columns, as half's 2100, 128 at 9000, 256 at 20000) and the online path (float 65536 and past
-# 90112 columns, 16-bit past 65536, double ~29k).
+# shape, float's (1000, 1025, 1534, 2100, 3072, 8192, 12345 and 32768 columns) and the 16-bit
+# types' (3072, 3300, 4000, 5000 and 7500 columns; 8192 too), block_registers with a cached tail in
+# shared memory (16-bit 12345 columns, and 16384 where the DRAM is wide, on 256 threads and 65536
+# on 512, float 40001 and 81920 on 1024), the shared-memory path (double from 258, float from
+# 4097, half from 2049 and bfloat16 from 3073 where no register path takes the row: 16-bit rows on
+# 64 threads up to 5120 columns, as half's 2100, 128 at 9000, 256 at 20000) and the online path
+# (float 65536 and past 90112 columns, 16-bit past 65536, double ~29k).
 COLS = [1, 2, 3, 5, 6, 9, 10, 12, 13, 14, 17, 18, 20, 25, 26, 31, 33, 34, 36, 50, 52, 64, 65, 68,
         72, 96, 100, 104, 129, 136, 144, 200, 208, 254, 257, 272, 400, 506, 513, 1000, 1025, 1534,
         2100, 2500, 3072, 3300, 4000, 4097, 5000, 7500, 8192, 9000, 12345, 16384, 20000, 32768,
@@ -168,19 +169,27 @@ def test_16bit_rows_of_1792_to_2048_packs_take_512_threads_where_dram_is_narrow(
 
 
 @pytest.mark.parametrize("kind", list(OPS))
-@pytest.mark.parametrize("cols", [4000, 4096])
-def test_float_rows_of_4096_take_512_threads_once_there_are_16_waves(cols, kind):
-    # float rows of 3968-4096 columns take block_registers on 512 threads of 2 packs, not 256 of
-    # 4, when there are rows for 16 waves of its blocks (4 an SM) or more (PlanBlockRegisters).
+@pytest.mark.parametrize("cols", [2812, 2816, 3072, 4000, 4096])
+def test_float_rows_take_512_threads_once_there_are_enough_waves(cols, kind):
+    # float rows of 3968-4096 columns take block_registers on 512 threads of 2 packs rather than
+    # 256 of 4 when there are rows for 16 waves of its blocks (4 an SM) or more; on a device
+    # whose DRAM is narrow for its SMs (an H100), so do rows from 2816 columns (704 packs)
+    # rather than 256 of 3 or 4, from 48 waves (PlanBlockRegisters,
+    # kNarrowDramFloat512x2LeastPacks).
     op, ref = OPS[kind]
-    sixteen_waves = 16 * 4 * _sm_count()
+    narrow = _dram_gbps_per_sm() < 30
+    waves = 16 if cols >= 3968 else 48
+    many = waves * 4 * _sm_count()
+    packs_of_256 = 4 if cols > 3068 else 3  # kFloatShapes: 256 x 3 up to 767 packs
     block = np.random.default_rng(cols).standard_normal((64, cols)) * 4
-    for rows, block_size in ((sixteen_waves, 512), (sixteen_waves // 4, 256)):
+    takes_512 = cols >= 3968 or (narrow and cols >= 2816)
+    for rows in (many, many // 4):
         x = make_tensor(np.tile(block, (rows // 64 + 1, 1))[:rows], oneflite.float32, DEVICE)
         with oneflite.trace() as t:
             y = op(x, -1)
         plans = _plan(t)
-        shape = f"cols_per_thread={16 * 256 // block_size} block={block_size} "
+        shape = ("cols_per_thread=8 block=512 " if rows == many and takes_512
+                 else f"cols_per_thread={4 * packs_of_256} block=256 ")
         assert len(plans) == 1 and shape in plans[0], plans
         for row in (0, rows // 2, rows - 1):
             want_row = ref(to_float64(x[row : row + 1]), 1)
@@ -341,6 +350,80 @@ def test_16bit_block_registers_shapes_take_their_ranges_of_columns(dtype, cols, 
             assert f"block_registers: pack=8 {shape} " in plans[0], plans[0]
         assert_close(to_float64(y), ref(to_float64(x), 1), dtype, log=kind == "log_softmax",
                      err_msg=plans[0])
+
+
+@pytest.mark.parametrize(
+    ("cols", "shape"),
+    [
+        (761, None),  # a window of 191 packs: the warp path's 32 x 6 rung
+        (762, "cols_per_thread=8 block=128"),  # 192 (MaxWindowPacks: a pack more off a boundary)
+        (1024, "cols_per_thread=8 block=128"),
+        (1025, "cols_per_thread=12 block=128"),  # 257 packs
+        (1532, "cols_per_thread=12 block=128"),  # 383
+        (1533, "cols_per_thread=16 block=128"),  # 384
+        (2048, "cols_per_thread=16 block=128"),
+        (2049, "cols_per_thread=12 block=256"),  # 513
+        (3068, "cols_per_thread=12 block=256"),  # 767
+        (3072, "cols_per_thread=16 block=256"),
+        (4100, None),  # 1025 packs: block_smem
+    ],
+)
+def test_float_block_registers_shapes_take_their_ranges_of_columns(cols, shape):
+    # Each float block_registers shape takes the rows whose window is in its range
+    # (kFloatShapes): 128 x 2 from 192 packs, 128 x 3 from 257, 128 x 4 from 384 to 512, 256 x 3
+    # from 513, 256 x 4 from 768 to 1024. Below them rows take the warp path, whose last float
+    # rung is 32 x 6 (192 packs), and past 256 x 4 block_smem (shape None). Five rows: too few
+    # for 512 x 2. Both ops match the reference either way.
+    for kind, (op, ref) in OPS.items():
+        x = make_tensor(_values(5, cols, seed=cols), oneflite.float32, DEVICE)
+        with oneflite.trace() as t:
+            y = op(x, -1)
+        plans = _plan(t)
+        assert len(plans) == 1, plans
+        if shape is None:
+            assert "block_registers" not in plans[0], plans[0]
+        else:
+            assert f"block_registers: pack=4 {shape} " in plans[0], plans[0]
+        assert_close(to_float64(y), ref(to_float64(x), 1), oneflite.float32,
+                     log=kind == "log_softmax", err_msg=plans[0])
+
+
+@pytest.mark.parametrize("kind", list(OPS))
+@pytest.mark.parametrize("dtype", [oneflite.float16, oneflite.bfloat16], ids=lambda d: d.name)
+@pytest.mark.parametrize("cols", [952, 960, 1000, 1001, 1024, 1032])
+def test_16bit_rows_of_960_to_1024_columns_take_a_block_of_128_or_64_threads(cols, dtype, kind):
+    # 16-bit rows of whole packs with a window of 120-128 packs (960-1024 columns) take
+    # block_registers once there are 384 rows an SM: 128 threads of one pack, by the kernel for
+    # whole rows, where the DRAM is narrow for the SMs (an H100), else 64 threads of 2 packs
+    # (k16BitSmallLeastPacks). Fewer rows, rows of 119 packs (952), rows that are not whole
+    # packs (1001) and rows of 129 (1032) keep the warp path. The trace reports the plan for
+    # aligned rows; the same rows one element off a 16-byte boundary (the warp path's ragged
+    # rung) are checked for their results.
+    op, ref = OPS[kind]
+    narrow = _dram_gbps_per_sm() < 30
+    many = 384 * _sm_count()
+    values = np.tile(_values(64, cols, seed=cols), (many // 64 + 1, 1))[:many]
+    flat = make_tensor(np.concatenate([[7.0], values.ravel()]), dtype, DEVICE)
+    takes_block = cols % 8 == 0 and 960 <= cols <= 1024
+    for rows, offset in ((many, 0), (many, 1), (many - 1, 0)):
+        x = flat._as_strided([rows, cols], [cols, 1], offset)
+        with oneflite.trace() as t:
+            y = op(x, -1)
+        plans = _plan(t)
+        assert len(plans) == 1, plans
+        plan = plans[0]
+        if offset == 0:
+            if not takes_block or rows < many:
+                assert "warp: " in plan, plan
+            elif narrow:
+                assert "block_registers: pack=8 cols_per_thread=8 block=128 " in plan, plan
+                assert " ragged" not in plan, plan
+            else:
+                assert "block_registers: pack=8 cols_per_thread=16 block=64 ragged " in plan, plan
+        for row in (0, 2, 63, rows // 2, rows - 1):
+            want_row = ref(to_float64(x[row : row + 1]), 1)
+            assert_close(to_float64(y[row : row + 1]), want_row, dtype,
+                         log=kind == "log_softmax", err_msg=f"row {row}, offset {offset}: {plan}")
 
 
 @pytest.mark.parametrize(
@@ -546,7 +629,8 @@ def test_every_kernel_path_was_reached():
             shape_re = r"block_registers: .*cols_per_thread=(\d+) block=(\d+)"
             shapes = {(int(b), int(c)) for p in plans for c, b in re.findall(shape_re, p)}
             expected_shapes = (
-                ((128, 8), (128, 16), (256, 16), (512, 16), (512, 32), (1024, 32))
+                ((128, 8), (128, 12), (128, 16), (256, 12), (256, 16), (512, 16), (512, 32),
+                 (1024, 32))
                 if dtype == oneflite.float32
                 else ((128, 24), (128, 32), (256, 16), (256, 24), (512, 16))
             )

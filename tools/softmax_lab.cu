@@ -37,8 +37,9 @@
 //               but double: the first shape that holds the row, if the row fills 3/4 of it
 //   registers=BxN[/whole]   block_registers with B threads of N packs (/whole: by its kernel
 //               for rows of whole 16-byte packs, where the row is): 128x2, 128x4, 256x2, 256x4,
-//               512x2, 512x4, 512x8 or 1024x8, or the lab's 64x3, 64x6, 128x3, 256x3, 256x8,
-//               512x1, 1024x1, 1024x2 or 1024x4 (at most 32 values a thread)
+//               512x2, 512x4, 512x8 or 1024x8, or the lab's 64x2, 64x3, 64x6, 96x2, 96x4,
+//               128x1, 128x3, 192x1, 192x2, 256x1, 256x3, 256x8, 384x1, 512x1, 1024x1, 1024x2
+//               or 1024x4 (at most 32 values a thread)
 //   rows=N      the warp path's rung with each group taking N (1, 2 or 4) rows at once (rungs
 //               of up to 2 packs a lane)
 //   tail=BxN    block_registers with B threads of N register packs, the rest of the row cached
@@ -252,6 +253,11 @@ void ForEachLabWarpShape(Fn&& fn) {
   fn(WarpShape<32, 4, 8>{});
   fn(WarpShape<32, 4, 4>{});
   fn(WarpShape<32, 8, 4>{});
+  // Rungs of the ladder that a dtype's plan no longer climbs there (float's 32 x 8 and 32 x 12,
+  // the 16-bit types' 32 x 4 for aligned rows of 960-1024 columns), to compare against.
+  fn(WarpShape<32, 4>{});
+  fn(WarpShape<32, 8>{});
+  fn(WarpShape<32, 12>{});
 }
 
 // warp_tile rungs for the tile=WxN variant: W lanes a row, N words a lane.
@@ -501,7 +507,8 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
     ForEachLabWarpShape([&](auto shape) {
       using Shape = decltype(shape);
       constexpr int P = PackSize<T, Shape::bytes>::value;
-      if constexpr (Shape::packs * P * sizeof(ComputeType<T>) <= kWarpLaneBytes<T>) {
+      // Any rung within the largest budget a dtype has (bfloat16's), not only this dtype's.
+      if constexpr (Shape::packs * P * sizeof(ComputeType<T>) <= kWarpLaneBytes<__nv_bfloat16>) {
         if (Shape::width != width || Shape::packs != packs || Shape::bytes != bytes) { return; }
         if (int64_t{Shape::width} * Shape::packs < cols / P) { return; }  // too short a rung
         found = true;

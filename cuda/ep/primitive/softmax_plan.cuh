@@ -157,9 +157,10 @@ void LaunchBlockRegisters(const Plan& plan, cudaStream_t stream, int64_t rows, i
 // float's 8 x 2, which takes rows of 9-16 packs (33-64 columns) in place of 16 x 1, and 16 x 2,
 // which takes rows of 17-32 packs in place of 32 x 1 for every dtype but double (kWarpShapeFor);
 // with 32 lanes the packs per lane grow in steps that keep the padding small. A dtype uses the
-// rungs that keep its row within 64 registers a lane (float and half: 2048 cols), 96 for bfloat16
-// (3072 cols; 138 registers in all, no spills), or 16 for double (256 cols), whose exp needs
-// many registers of its own (kWarpLaneBytes).
+// rungs that keep its row within 64 registers a lane (half: 2048 cols), 96 for bfloat16 (3072
+// cols; 138 registers in all, no spills), 24 for float (768 cols: longer float rows fill a
+// block_registers shape, kFloatShapes), or 16 for double (256 cols), whose exp needs many
+// registers of its own (kWarpLaneBytes).
 template <typename Fn>
 void ForEachWarpShape(Fn&& fn) {
   fn(WarpShape<1, 1>{});
@@ -187,12 +188,15 @@ void ForEachWarpShape(Fn&& fn) {
 }
 
 // The bytes of compute values a lane may hold (see ForEachWarpShape). bfloat16 goes up to the
-// 32 x 12 rung (3072 cols), half stops at 32 x 8 (2048) as float does: at 3072 cols the rung
-// measured 0.98x copy for bfloat16 but 0.90x for half, which reaches 0.93-0.98x on block_smem's
-// 64 threads there (bfloat16 0.91x; H200, tools/softmax_lab.cu). Why half loses on that rung is
-// not understood.
+// 32 x 12 rung (3072 cols), half stops at 32 x 8 (2048): at 3072 cols the rung measured 0.98x
+// copy for bfloat16 but 0.90x for half, which reaches 0.93-0.98x on block_smem's 64 threads
+// there (bfloat16 0.91x; H200, tools/softmax_lab.cu). Why half loses on that rung is not
+// understood. float stops at 32 x 6 (768 cols): block_registers takes every float row of 192-512
+// window packs (kFloatShapes), so a longer rung would never be climbed; the last one it had,
+// 32 x 12, ran log_softmax at 0.92-0.93x copy (NOTES.md, item 69).
 template <typename T>
 constexpr int kWarpLaneBytes = std::is_same_v<T, double>          ? 64
+                               : std::is_same_v<T, float>         ? 96
                                : std::is_same_v<T, __nv_bfloat16> ? 384
                                                                   : 256;
 
@@ -473,16 +477,21 @@ enum class RowsKernel { kPlanned, kRagged, kWhole };
 //    +0.3-0.8%, 128 x 4 at 3336 +1.0%, 128 x 3 at 2560 +0.2%; behind at 6000 (256 x 3, -0.7%)
 //    and 3504 (128 x 4, -0.3%). Where it is a multiple, kPack lost 0.2-0.6% (3072 level,
 //    4096, 6144, 8192), and those rows keep the ragged kernel but for 256 x 2's kElements.
+//  * 16-bit 128 x 1 (960-1024 columns where the DRAM is narrow, item 69), with kElements at
+//    1024 and kPack below: ahead of the ragged kernel on an H100 (half, softmax / log_softmax:
+//    960 columns 0.993 -> 0.998 / 0.990 -> 0.998, 1000 0.998 -> 0.999 / 0.995 -> 1.000, 1024
+//    0.996 -> 0.997 / 0.994 -> 0.995).
 // Elsewhere the ragged kernel runs whole rows, as it does every row that is not whole packs;
 // each kernel's registers and schedule are the compiler's choice.
 template <typename T>
 constexpr bool HasWholeRowsKernel(int block, int packs, StoreFallback fallback) {
   if constexpr (kIs16Bit<T>) {
     const bool pair = block == 256 && packs == 2;
-    if (fallback == StoreFallback::kElements) { return pair; }
+    const bool single = block == 128 && packs == 1;
+    if (fallback == StoreFallback::kElements) { return pair || single; }
     return fallback == StoreFallback::kPack &&
-           (pair || (block == 128 && (packs == 3 || packs == 4)) || (block == 256 && packs == 3) ||
-            (block == 512 && packs == 2));
+           (pair || single || (block == 128 && (packs == 3 || packs == 4)) ||
+            (block == 256 && packs == 3) || (block == 512 && packs == 2));
   } else if constexpr (std::is_same_v<T, float>) {
     if (fallback == StoreFallback::kNone) { return block == 512 && packs == 8; }
     return fallback == StoreFallback::kElements &&
@@ -616,19 +625,43 @@ inline bool HoldFloat128x4(const void* max_l1_kernel, const CudaDeviceInfo& info
 // x 2 kept). 256 x 3 at 5000 columns (625 packs) 0.937 / 0.939 -> 0.959 / 0.956, bfloat16 0.939
 // / 0.943 -> 0.958 / 0.957 (block_smem); 6000 0.988 / 0.987 -> 0.999 / 1.004, bfloat16 0.917 /
 // 0.953 -> 1.003 / 1.004; 4500 (563 packs) 0.93 -> 0.88.
-struct Shape16 {
+struct RegistersShape {
   int block;
   int packs;
   int least;  // the fewest window packs it takes
   int most;   // the most: block * packs, or fewer
 };
 template <typename T>
-constexpr Shape16 k16BitShapes[] = {
+constexpr RegistersShape k16BitShapes[] = {
     {128, 3, std::is_same_v<T, __half> ? 288 : 360, 384},
     {128, 4, std::is_same_v<T, __half> ? 385 : 400, 448},
     {256, 2, 449, 512},
     {256, 3, 624, 768},
     {512, 2, 896, 1024},
+};
+
+// The float shapes and the windows (16-byte packs, 4 elements) each takes: from 3/4 full (7/8 of
+// 1024 x 8, which fills an SM alone: there padding idles the SM's only row, float 24576 cols at
+// 3/4 of it 0.897x copy against 0.955x on block_smem with two blocks of 512 an SM), but 128 x 3
+// from 257 packs and 256 x 3 from 513, the rows just past 128 x 2 and 128 x 4 (1025-1535 and
+// 2049-3071 aligned columns; 384 and 768 packs stay on 128 x 4 and 256 x 4). Those two, measured
+// against the warp path (128 x 3) and block_smem (256 x 3) on both devices (tools/softmax_lab.cu,
+// 98304 or 2^27 / cols rows, registers=BxN; fractions of copy, softmax / log_softmax):
+//  * 128 x 3, H100: 1025 columns 0.982 -> 0.989 / 0.981 -> 0.989, 1100 0.992 -> 0.993 / 0.933 ->
+//    0.992, 1201 0.988 -> 0.992 / 0.986 -> 0.992, 1300 0.992 -> 0.994 / 0.926 -> 0.993, 1500
+//    0.989 -> 0.993 / 0.923 -> 0.994; H200: 1025 0.972 -> 0.989 / 0.971 -> 0.988, 1100 0.983 ->
+//    0.999 / 0.927 -> 1.000, 1300 0.974 -> 0.988 / 0.915 -> 0.990, 1500 0.982 -> 0.988 / 0.915
+//    -> 0.987 (the warp path's log_softmax rung of 12 packs a lane ran at 0.92-0.93 on both);
+//    at 1536, 128 x 4 stays ahead (1.000-1.004 against 0.999-1.001).
+//  * 256 x 3, H100: 2049 0.992 -> 0.999 / 0.988 -> 0.999, 2100 0.980 -> 1.001 / 0.980 -> 1.001,
+//    2500 0.978 -> 1.000 / 0.979 -> 1.001, 2700 0.977 -> 1.001 / 0.977 -> 0.999, 3000 0.994 ->
+//    1.001 / 0.996 -> 1.001; H200: 2049 0.982 -> 0.995 / 0.978 -> 0.998, 2100 0.905 -> 0.994 /
+//    0.947 -> 0.995, 2500 0.916 -> 0.987 / 0.953 -> 0.991, 2800 0.973 -> 0.988 / 0.983 -> 0.987,
+//    3000 0.984 -> 0.989 / 0.980 -> 0.987; at 3072, 256 x 4 stays (level on the H100, 0.981 /
+//    0.976 against 0.984 / 0.982 on the H200). (NOTES.md, item 69.)
+constexpr RegistersShape kFloatShapes[] = {
+    {128, 2, 192, 256},   {128, 3, 257, 383},   {128, 4, 384, 512},   {256, 3, 513, 767},
+    {256, 4, 768, 1024},  {512, 4, 1536, 2048}, {512, 8, 3072, 4096}, {1024, 8, 7168, 8192},
 };
 
 // 16-bit rows of 1792-2048 window packs (14336-16384 aligned columns) on 512 x 4, 32 values a
@@ -644,12 +677,55 @@ constexpr Shape16 k16BitShapes[] = {
 // behind throughout, 14336 0.964 -> 0.872, 16384 0.948 -> 0.921 (softmax; log_softmax alike).
 constexpr double kNarrowDramGBpsPerSm = 30.0;
 constexpr int64_t kNarrowDram512x4LeastPacks = 1792;
+inline bool NarrowDram(const CudaDeviceInfo& info) {
+  return info.PeakDramGBpsPerSm() < kNarrowDramGBpsPerSm;
+}
+
+// 16-bit rows of whole packs with 120-128 window packs (960-1024 aligned columns), which the
+// warp path gives 32 lanes of 4 packs: one pack a thread on 128 threads (Triton's shape for
+// them; the whole-rows kernel) where the DRAM is narrow, else 2 packs a thread on 64 threads.
+// Measured (tools/softmax_lab.cu, 98304 rows, registers=128x1/whole and registers=64x2 against
+// the warp path; fractions of copy, softmax / log_softmax, half; bfloat16 within 0.3%): on an
+// H100 128 x 1 at 960 columns 0.995 -> 0.998 / 0.994 -> 0.998, 992 0.994 -> 1.002 / 0.992 ->
+// 1.000, 1000 0.991 -> 0.999 / 0.991 -> 1.000, 1008 0.997 -> 1.002 / 0.995 -> 1.001, 1016
+// 0.987 -> 0.990 / 0.986 -> 0.990, 1024 0.994 -> 0.997 / 0.992 -> 0.995 (Triton's kernel
+// 0.995-0.998 at 1024), where 64 x 2 was level or behind (1024: 0.988-0.991); on an H200 128 x 1
+// lost 6-9% (1024: 0.987 -> 0.930) and 64 x 2 won, 960 0.988 -> 0.992 / 0.989 -> 0.993, 992
+// 0.988 -> 0.998 / 0.988 -> 0.999, 1000 0.982 -> 0.993 / 0.980 -> 0.996, 1016 0.984 -> 0.997 /
+// 0.986 -> 0.997, 1024 0.987 -> 1.007 / 0.987 -> 1.006. Both lost where a row fills less (128 x
+// 1 at 900 columns 0.934 on the H100; 64 x 2 at 768-800 0.93 on the H200) and on rows off a
+// 16-byte boundary (1001 columns: 0.95-0.96 and 0.92 against the warp path's 0.97-0.99), which
+// stay on the warp path. Both need many rows, 384 an SM (24 waves of 128 x 1): fewer lost
+// (warp path -> 128 x 1 on the H100, 64 x 2 on the H200, 1000 / 1024 columns, softmax): 16384
+// rows 1.005 -> 0.972 / 1.025 -> 0.979 and 0.970 -> 0.923 / 0.972 -> 0.940, 32768 0.980 ->
+// 0.972 / 1.002 -> 1.000 and 0.971 -> 0.975 / 0.984 -> 0.987; from 49152 rows level or ahead
+// (H100 0.983 -> 0.985 / 0.999 -> 1.000, H200 0.976 -> 0.987 / 0.974 -> 0.988). (NOTES.md, item
+// 69.)
+constexpr int64_t k16BitSmallLeastPacks = 120;
+constexpr int64_t k16BitSmallMinRowsPerSm = 384;
+
+// float rows of 704-1024 window packs (2816-4096 columns) on 512 x 2, Triton's shape for them,
+// where the DRAM is narrow, once the launch has 48 waves of them (the rows of 992-1024 packs take
+// it on any device from 16: PlanBlockRegisters). Measured on an H100 (tools/softmax_lab.cu,
+// 2^27 / cols rows, 37282-47662, registers=512x2 against 256 x 3 / 256 x 4; fractions of copy,
+// softmax / log_softmax):
+// 2800 columns 1.001 -> 1.009 / 1.001 -> 1.005, 2900 0.999 -> 1.010 / 1.000 -> 1.011, 3000 1.001
+// -> 1.013 / 1.001 -> 1.013, 3072 0.996 -> 1.003 / 0.995 -> 1.003 (Triton's kernel 1.002-1.003),
+// 3500 1.000 -> 1.007 / 1.001 -> 1.008, 3600 1.001 -> 1.007, 3900 0.999 -> 1.003 / 1.000 ->
+// 1.004; behind at 2700 (0.999-1.001 -> 0.988-0.996) and below. On an H200 it lost up to 3900
+// columns (3072: 0.984 -> 0.904, 3600: 0.988 -> 0.966). Fewer rows gained less or lost (waves of
+// 4 blocks an SM; 2816 / 3072 / 3600 columns, softmax): 16384 rows (31 waves) 1.004 -> 0.998 /
+// 1.001 -> 0.994 / 1.000 -> 1.002, 24576 (47) 1.001 -> 0.999 / 0.999 -> 1.002 / 0.998 -> 1.002,
+// 32768 (62) 0.996 -> 1.000 / 0.998 -> 1.002 / 0.995 -> 0.999, 65536 1.003 -> 1.007 / 0.996 ->
+// 1.000 / 0.994 -> 0.999. (NOTES.md, item 69.)
+constexpr int64_t kNarrowDramFloat512x2LeastPacks = 704;
+constexpr int64_t kNarrowDramFloat512x2MinWaves = 48;
 
 // Fills `plan` for block_registers with `block` threads of `packs` packs each, or (block = 0)
-// with the first of the shapes below that holds the row, if the row fills at least three
-// quarters of it (seven eighths of 1024 x 8), or for the 16-bit types the shape whose range
-// takes the window (k16BitShapes). False when the shape does not hold the row, or a thread would
-// hold more than 32 values (1024 threads have 64 registers each).
+// with the shape whose range takes the window (kFloatShapes, k16BitShapes), or the one a rule
+// above gives it (16-bit rows of 120-128 or 1792-2048 packs, float 512 x 2). False when no shape
+// takes the row, the shape does not hold it, or a thread would hold more than 32 values (1024
+// threads have 64 registers each).
 //
 // The 16-bit shapes of 16 values a thread, in 32 registers, let 2048 threads share an SM:
 // 256 x 2 packs at 4096 cols 0.968-0.969x copy (block_smem 0.917-0.923) and 512 x 2 at 8192
@@ -664,7 +740,8 @@ constexpr int64_t kNarrowDram512x4LeastPacks = 1792;
 // 512 x 8 at 12345 0.979 (0.918) and at 16384 0.975 (0.972), 1024 x 8 at 32768 0.961
 // (block_online 0.926). Rows that fill less of a shape measured slower: 512 cols on 128 x 2
 // 0.816 (warp 0.981), 5000 on 512 x 4 0.928 (block_smem 0.967), 20000 on 1024 x 8 0.798
-// (0.968); so did 8 values a thread on 256 or 512 threads (3072 cols on 512 x 2: 0.906).
+// (0.968); so did 8 values a thread on 256 or 512 threads (3072 cols on 512 x 2: 0.906; it won
+// on an H100, kNarrowDramFloat512x2LeastPacks).
 template <typename T, Algorithm kAlgorithm>
 bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_aligned,
                         int block, int packs, Plan& plan,
@@ -682,26 +759,23 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
           break;
         }
       }
-      if (window >= kNarrowDram512x4LeastPacks && window <= 512 * 4 &&
-          info.PeakDramGBpsPerSm() < kNarrowDramGBpsPerSm) {
+      if (window >= kNarrowDram512x4LeastPacks && window <= 512 * 4 && NarrowDram(info)) {
         block = 512;
         packs = 4;
       }
+      if (window >= k16BitSmallLeastPacks && window <= 128 && whole_rows &&
+          rows >= k16BitSmallMinRowsPerSm * info.sm_count) {
+        block = NarrowDram(info) ? 128 : 64;
+        packs = NarrowDram(info) ? 1 : 2;
+      }
     } else {
-      constexpr int kFloatShapes[][2] = {{128, 2}, {128, 4}, {256, 4},
-                                         {512, 4}, {512, 8}, {1024, 8}};
       for (const auto& shape : kFloatShapes) {
-        if (int64_t{shape[0]} * shape[1] >= window) {
-          block = shape[0];
-          packs = shape[1];
+        if (window >= shape.least && window <= shape.most) {
+          block = shape.block;
+          packs = shape.packs;
           break;
         }
       }
-      // float rows must fill 3/4 of the shape, or 7/8 of the 1024-thread one, which fills an SM
-      // alone: there padding idles the SM's only row (float 24576 cols, 3/4 of 1024 x 8 packs:
-      // 0.897x copy, against 0.955x on block_smem with two blocks of 512 an SM).
-      const int64_t eighths = block == 1024 ? 7 : 6;
-      if (8 * window < eighths * int64_t{block} * packs) { block = 0; }
     }
     if (block == 0) { return false; }
     // float rows of 992-1024 packs (3968-4096 columns), 16 or more waves of them: 512 x 2,
@@ -709,13 +783,17 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
     // 0.976-0.980 -> 0.994-0.996 at 32768 rows, 0.971 -> 0.987 at 16896, 0.978 -> 0.990 at
     // 65536, level at 8448, behind below: 0.99 -> 0.90 at 1056; 4000 columns 0.983 -> 0.998;
     // softmax and log_softmax alike) and behind it on rows that fill less (3600 columns 0.983
-    // -> 0.968; 3900 0.980 -> 0.987). No other float shape gained from fewer values a thread
+    // -> 0.968; 3900 0.980 -> 0.987), on an H200; where the DRAM is narrow, from 704 packs
+    // (kNarrowDramFloat512x2LeastPacks). No other float shape gained from fewer values a thread
     // on more threads (2048 columns on 256 x 2, 8192 on 1024 x 2, 16384 on 1024 x 4).
     if constexpr (std::is_same_v<T, float>) {
-      if (block == 256 && packs == 4 && 32 * window >= 31 * 1024) {
+      const bool full = 32 * window >= 31 * 1024;
+      if (block == 256 &&
+          (full || (NarrowDram(info) && window >= kNarrowDramFloat512x2LeastPacks))) {
+        const int64_t waves = full ? 16 : kNarrowDramFloat512x2MinWaves;
         const auto* kernel =
             reinterpret_cast<const void*>(&BlockRegisterSoftmaxKernel<T, kAlgorithm, 512, 2>);
-        if (rows >= 16 * ResidentBlocks(info, MaxActiveBlocksPerSm(kernel, info, 512, 0))) {
+        if (rows >= waves * ResidentBlocks(info, MaxActiveBlocksPerSm(kernel, info, 512, 0))) {
           block = 512;
           packs = 2;
         }
@@ -781,9 +859,11 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
   consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 4>{});
   consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 8>{});
   consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 8>{});
+  consider(std::integral_constant<int, 128>{}, std::integral_constant<int, 3>{});
+  consider(std::integral_constant<int, 256>{}, std::integral_constant<int, 3>{});
   if constexpr (kIs16Bit<T>) {
-    consider(std::integral_constant<int, 128>{}, std::integral_constant<int, 3>{});
-    consider(std::integral_constant<int, 256>{}, std::integral_constant<int, 3>{});
+    consider(std::integral_constant<int, 64>{}, std::integral_constant<int, 2>{});
+    consider(std::integral_constant<int, 128>{}, std::integral_constant<int, 1>{});
   }
 #ifdef ONEFLITE_SOFTMAX_LAB
   consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 1>{});
@@ -792,16 +872,17 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
   consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 4>{});
   consider(std::integral_constant<int, 64>{}, std::integral_constant<int, 3>{});
   consider(std::integral_constant<int, 64>{}, std::integral_constant<int, 6>{});
-  if constexpr (!kIs16Bit<T>) {
-    consider(std::integral_constant<int, 128>{}, std::integral_constant<int, 3>{});
-    consider(std::integral_constant<int, 256>{}, std::integral_constant<int, 3>{});
-  }
   consider(std::integral_constant<int, 256>{}, std::integral_constant<int, 8>{});
   consider(std::integral_constant<int, 96>{}, std::integral_constant<int, 2>{});
   consider(std::integral_constant<int, 96>{}, std::integral_constant<int, 4>{});
   consider(std::integral_constant<int, 192>{}, std::integral_constant<int, 1>{});
   consider(std::integral_constant<int, 192>{}, std::integral_constant<int, 2>{});
   consider(std::integral_constant<int, 384>{}, std::integral_constant<int, 1>{});
+  if constexpr (!kIs16Bit<T>) {
+    consider(std::integral_constant<int, 64>{}, std::integral_constant<int, 2>{});
+    consider(std::integral_constant<int, 128>{}, std::integral_constant<int, 1>{});
+  }
+  consider(std::integral_constant<int, 256>{}, std::integral_constant<int, 1>{});
 #endif
   return chosen;
 }
