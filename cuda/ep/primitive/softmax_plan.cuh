@@ -191,9 +191,9 @@ void ForEachWarpShape(Fn&& fn) {
 // 32 x 12 rung (3072 cols), half stops at 32 x 8 (2048): at 3072 cols the rung measured 0.98x
 // copy for bfloat16 but 0.90x for half, which reaches 0.93-0.98x on block_smem's 64 threads
 // there (bfloat16 0.91x; H200, tools/softmax_lab.cu). Why half loses on that rung is not
-// understood. float stops at 32 x 6 (768 cols): block_registers takes every float row of 192-512
-// window packs (kFloatShapes), so a longer rung would never be climbed; the last one it had,
-// 32 x 12, ran log_softmax at 0.92-0.93x copy (NOTES.md, item 69).
+// understood. float stops at 32 x 6 (768 cols): block_registers takes every float row of 192-1024
+// window packs (kFloatShapes), so a longer rung would never be climbed; of those it climbed
+// before, 32 x 12 ran log_softmax at 0.92-0.93x copy (NOTES.md, item 69).
 template <typename T>
 constexpr int kWarpLaneBytes = std::is_same_v<T, double>          ? 64
                                : std::is_same_v<T, float>         ? 96
@@ -645,7 +645,8 @@ constexpr RegistersShape k16BitShapes[] = {
 // 3/4 of it 0.897x copy against 0.955x on block_smem with two blocks of 512 an SM), but 128 x 3
 // from 257 packs and 256 x 3 from 513, the rows just past 128 x 2 and 128 x 4 (1025-1535 and
 // 2049-3071 aligned columns; 384 and 768 packs stay on 128 x 4 and 256 x 4). Those two, measured
-// against the warp path (128 x 3) and block_smem (256 x 3) on both devices (tools/softmax_lab.cu,
+// against the warp path (128 x 3; and 256 x 3 at 2049-2051 columns, 512 whole packs, on its
+// 32 x 16 rung) and block_smem (256 x 3) on both devices (tools/softmax_lab.cu,
 // 98304 or 2^27 / cols rows, registers=BxN; fractions of copy, softmax / log_softmax):
 //  * 128 x 3, H100: 1025 columns 0.982 -> 0.989 / 0.981 -> 0.989, 1100 0.992 -> 0.993 / 0.933 ->
 //    0.992, 1201 0.988 -> 0.992 / 0.986 -> 0.992, 1300 0.992 -> 0.994 / 0.926 -> 0.993, 1500
