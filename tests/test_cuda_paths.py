@@ -313,6 +313,24 @@ def test_block_registers_rows_of_whole_packs_and_ragged_rows(dtype, cols, shape,
         assert shape in plan and (" ragged" in plan) != whole, plan
 
 
+def _check_block_registers_shape(dtype: oneflite.dtype, cols: int, shape: str | None) -> None:
+    """Runs both ops on five rows of `cols` and checks the plan's block_registers shape (None: a
+    path other than block_registers) and the results against the reference."""
+    pack = 16 // dtype.itemsize
+    for kind, (op, ref) in OPS.items():
+        x = make_tensor(_values(5, cols, seed=cols), dtype, DEVICE)
+        with oneflite.trace() as t:
+            y = op(x, -1)
+        plans = _plan(t)
+        assert len(plans) == 1, plans
+        if shape is None:
+            assert "block_registers" not in plans[0], plans[0]
+        else:
+            assert f"block_registers: pack={pack} {shape} " in plans[0], plans[0]
+        assert_close(to_float64(y), ref(to_float64(x), 1), dtype, log=kind == "log_softmax",
+                     err_msg=plans[0])
+
+
 @pytest.mark.parametrize(
     ("dtype", "cols", "shape"),
     [
@@ -338,18 +356,7 @@ def test_16bit_block_registers_shapes_take_their_ranges_of_columns(dtype, cols, 
     # (k16BitShapes): 128 x 3 packs from 288 (half) or 360 (bfloat16), 128 x 4 from 385 or 400
     # to 448, 256 x 2 to 512, 256 x 3 from 624 to 768. Just outside a range the row goes to
     # another path (shape None). Both ops match the reference either way.
-    for kind, (op, ref) in OPS.items():
-        x = make_tensor(_values(5, cols, seed=cols), dtype, DEVICE)
-        with oneflite.trace() as t:
-            y = op(x, -1)
-        plans = _plan(t)
-        assert len(plans) == 1, plans
-        if shape is None:
-            assert "block_registers" not in plans[0], plans[0]
-        else:
-            assert f"block_registers: pack=8 {shape} " in plans[0], plans[0]
-        assert_close(to_float64(y), ref(to_float64(x), 1), dtype, log=kind == "log_softmax",
-                     err_msg=plans[0])
+    _check_block_registers_shape(dtype, cols, shape)
 
 
 @pytest.mark.parametrize(
@@ -374,18 +381,7 @@ def test_float_block_registers_shapes_take_their_ranges_of_columns(cols, shape):
     # from 513, 256 x 4 from 768 to 1024. Below them rows take the warp path, whose last float
     # rung is 32 x 6 (192 packs), and past 256 x 4 block_smem (shape None). Five rows: too few
     # for 512 x 2. Both ops match the reference either way.
-    for kind, (op, ref) in OPS.items():
-        x = make_tensor(_values(5, cols, seed=cols), oneflite.float32, DEVICE)
-        with oneflite.trace() as t:
-            y = op(x, -1)
-        plans = _plan(t)
-        assert len(plans) == 1, plans
-        if shape is None:
-            assert "block_registers" not in plans[0], plans[0]
-        else:
-            assert f"block_registers: pack=4 {shape} " in plans[0], plans[0]
-        assert_close(to_float64(y), ref(to_float64(x), 1), oneflite.float32,
-                     log=kind == "log_softmax", err_msg=plans[0])
+    _check_block_registers_shape(oneflite.float32, cols, shape)
 
 
 @pytest.mark.parametrize("kind", list(OPS))
