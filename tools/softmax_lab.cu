@@ -34,7 +34,7 @@
 //   cache=float the block paths cache a 16-bit row widened to float (as OneFlow does), through
 //               registers, in twice the shared memory; what no longer fits is re-read
 //   path=registers  block_registers by the planner's rule (PlanBlockRegisters), for any dtype
-//               but double: the first shape that holds the row, if the row fills 3/4 of it
+//               but double: the shape whose range of windows takes the row, if one does
 //   registers=BxN[/whole]   block_registers with B threads of N packs (/whole: by its kernel
 //               for rows of whole 16-byte packs, where the row is): 128x2, 128x4, 256x2, 256x4,
 //               512x2, 512x4, 512x8 or 1024x8, or the lab's 64x2, 64x3, 64x6, 96x2, 96x4,

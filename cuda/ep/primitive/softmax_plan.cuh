@@ -751,6 +751,7 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
   const int64_t window = MaxWindowPacks<T>(cols, x_aligned);
   const bool whole_rows = WholePackRows<T>(cols, x_aligned);
   if (block == 0) {
+    const bool narrow_dram = NarrowDram(info);
     if constexpr (kIs16Bit<T>) {
       // The 16-bit shapes take windows in ranges of their own (see k16BitShapes).
       for (const auto& shape : k16BitShapes<T>) {
@@ -760,14 +761,14 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
           break;
         }
       }
-      if (window >= kNarrowDram512x4LeastPacks && window <= 512 * 4 && NarrowDram(info)) {
+      if (window >= kNarrowDram512x4LeastPacks && window <= 512 * 4 && narrow_dram) {
         block = 512;
         packs = 4;
       }
       if (window >= k16BitSmallLeastPacks && window <= 128 && whole_rows &&
           rows >= k16BitSmallMinRowsPerSm * info.sm_count) {
-        block = NarrowDram(info) ? 128 : 64;
-        packs = NarrowDram(info) ? 1 : 2;
+        block = narrow_dram ? 128 : 64;
+        packs = narrow_dram ? 1 : 2;
       }
     } else {
       for (const auto& shape : kFloatShapes) {
@@ -790,7 +791,7 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
     if constexpr (std::is_same_v<T, float>) {
       const bool full = 32 * window >= 31 * 1024;
       if (block == 256 &&
-          (full || (NarrowDram(info) && window >= kNarrowDramFloat512x2LeastPacks))) {
+          (full || (narrow_dram && window >= kNarrowDramFloat512x2LeastPacks))) {
         const int64_t waves = full ? 16 : kNarrowDramFloat512x2MinWaves;
         const auto* kernel =
             reinterpret_cast<const void*>(&BlockRegisterSoftmaxKernel<T, kAlgorithm, 512, 2>);
