@@ -385,6 +385,33 @@ def test_float_block_registers_shapes_take_their_ranges_of_columns(cols, shape):
 
 
 @pytest.mark.parametrize("kind", list(OPS))
+@pytest.mark.parametrize(
+    ("cols", "rung", "rows"),
+    [
+        (220, "cols_per_thread=8 ", 2),  # 55 packs: 32 x 2, two rows a group
+        (256, "cols_per_thread=8 ", 1),  # 64: 32 x 2's twin for fuller rows, one row
+        (260, "cols_per_thread=12 ", 1),  # 65: 32 x 3
+        (384, "cols_per_thread=12 ", 1),
+        (388, "cols_per_thread=16 ", 1),  # 97: 32 x 4
+        (449, "cols_per_thread=16 ", 2),  # edge columns
+        (512, "cols_per_thread=16 ", 1),
+    ],
+)
+def test_float_rows_of_whole_packs_on_3_or_4_packs_a_lane_take_one_row_a_group(
+    cols, rung, rows, kind
+):
+    # float rows of whole packs on 32 lanes of 3 or 4 packs take one row a group
+    # (kWarpWholeRowAlone); rows with edge columns keep two (kWarpRows), and the rungs of 2 packs
+    # keep their rule (one row from 56 packs). The trace reports the plan for aligned rows; the
+    # same rows one element off a 16-byte boundary (two rows a group, edges) are checked for
+    # their results. 301 rows: the last block's last group has rows past the end.
+    for offset, plan in _aligned_and_off_a_boundary(kind, oneflite.float32, 301, cols):
+        if offset == 0:
+            assert f"warp: pack=4 {rung}thread_group_width=32 rows_per_access={rows} " in plan, \
+                plan
+
+
+@pytest.mark.parametrize("kind", list(OPS))
 @pytest.mark.parametrize("dtype", [oneflite.float16, oneflite.bfloat16], ids=lambda d: d.name)
 @pytest.mark.parametrize("cols", [952, 960, 1000, 1001, 1024, 1032])
 def test_16bit_rows_of_960_to_1024_columns_take_a_block_of_128_or_64_threads(cols, dtype, kind):

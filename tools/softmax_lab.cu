@@ -41,7 +41,7 @@
 //               128x1, 128x3, 192x1, 192x2, 256x1, 256x3, 256x8, 384x1, 512x1, 1024x1, 1024x2
 //               or 1024x4 (at most 32 values a thread)
 //   rows=N      the warp path's rung with each group taking N (1, 2 or 4) rows at once (rungs
-//               of up to 2 packs a lane)
+//               of up to 4 packs a lane)
 //   tail=BxN    block_registers with B threads of N register packs, the rest of the row cached
 //               in shared memory: 256x2, 512x2, 512x4, 512x8, 1024x2, 1024x4 or 1024x8 (at most
 //               32 values a thread)
@@ -473,11 +473,11 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
     plan = best;
     SetGrid(plan, rows, info, best_active, /*persistent=*/false);
   } else if (variant.rfind("rows=", 0) == 0 && plan.path == Path::kWarp) {
-    // The planned rung, with each group taking N rows at once (rungs of up to 2 packs a lane).
+    // The planned rung, with each group taking N rows at once (rungs of up to 4 packs a lane).
     const int n = std::stoi(variant.substr(5));
     ForEachWarpShape([&](auto shape) {
       using Shape = decltype(shape);
-      if constexpr (kWarpShapeFor<T, Shape> && Shape::packs <= 2) {
+      if constexpr (kWarpShapeFor<T, Shape> && Shape::packs <= 4) {
         if (Shape::width != plan.width ||
             Shape::packs * PackSize<T>::value != plan.cols_per_thread) {
           return;

@@ -4,8 +4,8 @@
 cuda/ep/primitive/softmax_plan.cuh) and, per dtype, the longest row each rung takes and how
 many rows a thread group handles at once. It fails the build when it no longer finds the
 ladder, the register rule (``kWarpShapeFits`` and ``kWarpLaneBytes``), the rungs dtypes skip
-(``kWarpShapeSkipped``) or the rows rule (``kWarpRows``) it reads. A rung listed twice (two
-rows per group for shorter rows, one for fuller) gets a line each.
+(``kWarpShapeSkipped``) or the rows rules (``kWarpRows``, ``kWarpWholeRowAlone``) it reads.
+A rung listed twice (two rows per group for shorter rows, one for fuller) gets a line each.
 """
 
 from __future__ import annotations
@@ -31,6 +31,10 @@ RUNG = re.compile(r"fn\(WarpShape<(\d+),\s*(\d+)(?:,\s*kPackBytes(?:,\s*(\d+)(?:
 # Rows per group: `kPacks * PackSize<T, kBytes>::value <= N ? A : B` (a lane's share of the row).
 ROWS = re.compile(r"kWarpRows\s*=\s*kPacks\s*\*\s*PackSize<T(?:,\s*kBytes)?>::value\s*<=\s*(\d+)"
                   r"\s*\?\s*(\d+)\s*:\s*(\d+);")
+# The rungs on which one dtype's rows of whole packs take one row a group all the same:
+# `std::is_same_v<T, X> && !kRagged && kWidth == W && (kPacks == A || kPacks == B)`.
+WHOLE_ALONE = re.compile(r"kWarpWholeRowAlone\s*=\s*std::is_same_v<T,\s*([\w:]+)>\s*&&\s*"
+                         r"!kRagged\s*&&\s*kWidth\s*==\s*(\d+)\s*&&\s*\((?P<packs>[^)]*)\)\s*;")
 # The register budget of a lane's row, in bytes: `kWarpShapeFits` compares the row's share with
 # `kWarpLaneBytes<T>`, which is `std::is_same_v<T, X> ? N : ... : DEFAULT`.
 FITS = re.compile(r"kWarpShapeFits\s*=\s*Shape::packs\s*\*\s*PackSize<T>::value\s*\*\s*"
@@ -78,20 +82,33 @@ def read_skipped(text: str) -> dict[str, set[tuple[int, int]]] | None:
     return {name: cases.get(cxx, default) for name, _, _, cxx in DTYPES}
 
 
+def read_whole_alone(text: str) -> tuple[str, int, set[int]] | None:
+    """(C++ type, lanes, {packs}) of the rungs whose rows of whole packs take one row a group
+    (kWarpWholeRowAlone), or None where the rule is not found."""
+    m = WHOLE_ALONE.search(text)
+    if m is None:
+        return None
+    packs = {int(p) for p in re.findall(r"kPacks\s*==\s*(\d+)", m.group("packs"))}
+    return (m.group(1), int(m.group(2)), packs) if packs else None
+
+
 def read_ladder(
     text: str,
-) -> tuple[int, list[tuple[int, int, Any, int]], dict[str, int], dict[str, set[tuple[int, int]]]]:
+) -> tuple[int, list[tuple[int, int, Any, int]], dict[str, int], dict[str, set[tuple[int, int]]],
+           tuple[str, int, set[int]]]:
     """(pack bytes, [(lanes, packs, rows per group, most whole packs)], {dtype name: register
-    budget in bytes}, {dtype name: the rungs it skips}).
+    budget in bytes}, {dtype name: the rungs it skips}, the rungs whose rows of whole packs take
+    one row a group as (C++ type, lanes, {packs})).
 
     rows per group is a number, or a function of the values a lane holds.
     """
     pack, ladder, budgets = PACK_BYTES.search(text), LADDER.search(text), read_budgets(text)
-    skipped = read_skipped(text)
-    if not (pack and ladder and budgets and skipped):
+    skipped, whole_alone = read_skipped(text), read_whole_alone(text)
+    if not (pack and ladder and budgets and skipped and whole_alone):
         missing = [n for n, m in (("kPackBytes", pack), ("ForEachWarpShape", ladder),
                                   ("kWarpShapeFits / kWarpLaneBytes", budgets),
-                                  ("kWarpShapeSkipped", skipped)) if not m]
+                                  ("kWarpShapeSkipped", skipped),
+                                  ("kWarpWholeRowAlone", whole_alone)) if not m]
         raise ValueError(f"{SOURCE}: can't read {', '.join(missing)}")
     rows_rule = ROWS.search(text)
     if rows_rule is None:
@@ -106,7 +123,7 @@ def read_ladder(
                                              a if values <= most else b), most))
     if not rungs:
         raise ValueError(f"{SOURCE}: ForEachWarpShape lists no WarpShape")
-    return int(pack.group(1)), rungs, budgets, skipped
+    return int(pack.group(1)), rungs, budgets, skipped, whole_alone
 
 
 def _row(cells: list[str], header: bool = False) -> nodes.row:
@@ -126,7 +143,7 @@ class WarpLadder(SphinxDirective):
             self.env.note_dependency(str(path))
         try:
             text = "\n".join(path.read_text() for path in KERNELS)
-            pack_bytes, rungs, budgets, skipped = read_ladder(text)
+            pack_bytes, rungs, budgets, skipped, whole_alone = read_ladder(text)
         except (OSError, ValueError) as error:
             raise self.error(f"warp-ladder: {error}") from None
         header = ["lanes per row", "packs per lane",
@@ -134,13 +151,17 @@ class WarpLadder(SphinxDirective):
         body = []
         for lanes, packs, rows, most in rungs:
             cells = [str(lanes), str(packs)]
-            for name, size, compute, _ in DTYPES:
+            for name, size, compute, cxx in DTYPES:
                 per_pack = pack_bytes // size
                 too_big = packs * per_pack * compute > budgets[name]
                 if too_big or (lanes, packs) in skipped[name]:
                     cells.append("\u2013")
                     continue
-                group_rows = rows(packs * per_pack) if callable(rows) else rows
+                group_rows = str(rows(packs * per_pack) if callable(rows) else rows)
+                alone_type, alone_lanes, alone_packs = whole_alone
+                if callable(rows) and (cxx, lanes) == (alone_type, alone_lanes) \
+                        and packs in alone_packs:
+                    group_rows += "; rows of whole packs 1"
                 # Whole packs, and up to a pack less one element of edge columns.
                 cells.append(f"{(most + 1) * per_pack - 1} ({group_rows})")
             body.append(cells)

@@ -307,30 +307,36 @@ void StaggerFirstWave(const CudaDeviceInfo& info, int64_t cols, Plan& plan) {
   plan.stagger.cycles = static_cast<int>(step_bytes * info.clock_khz / kStaggerBytesPerMs);
 }
 
-// Fills `plan` for the warp rung Shape; `ragged`: rows may have edge columns.
-template <typename T, Algorithm kAlgorithm, typename Shape>
-void PlanWarp(const CudaDeviceInfo& info, int64_t rows, bool ragged, Plan& plan) {
+// Fills `plan` for the warp rung Shape, compiled for rows with edge columns where kRagged.
+template <typename T, Algorithm kAlgorithm, typename Shape, bool kRagged>
+void PlanWarpRung(const CudaDeviceInfo& info, int64_t rows, Plan& plan) {
   constexpr int P = PackSize<T, Shape::bytes>::value;
-  constexpr int kRows = kGroupRows<T, Shape::packs, Shape::bytes, Shape::rows>;
+  constexpr int kRows =
+      kGroupRows<T, Shape::width, Shape::packs, kRagged, Shape::bytes, Shape::rows>;
   plan.path = Path::kWarp;
   plan.pack = P;
   plan.width = Shape::width;
   plan.cols_per_thread = Shape::packs * P;
   plan.rows_per_access = kRows;
   plan.block = kWarpBlockSize;
-  plan.ragged = ragged;
-  plan.launch = ragged ? &LaunchWarp<T, kAlgorithm, Shape, true>
-                       : &LaunchWarp<T, kAlgorithm, Shape, false>;
-  const auto* kernel =
-      ragged ? reinterpret_cast<const void*>(&WarpSoftmaxKernel<T, kAlgorithm, Shape::width,
-                                                                 Shape::packs, true, Shape::bytes,
-                                                                 Shape::rows>)
-             : reinterpret_cast<const void*>(&WarpSoftmaxKernel<T, kAlgorithm, Shape::width,
-                                                                 Shape::packs, false, Shape::bytes,
-                                                                 Shape::rows>);
+  plan.ragged = kRagged;
+  plan.launch = &LaunchWarp<T, kAlgorithm, Shape, kRagged>;
+  const auto* kernel = reinterpret_cast<const void*>(
+      &WarpSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::packs, kRagged, Shape::bytes,
+                         Shape::rows>);
   const int64_t rows_per_block = (kWarpBlockSize / kWarpSize) * (kWarpSize / Shape::width) * kRows;
   SetGrid(plan, (rows + rows_per_block - 1) / rows_per_block, info,
           MaxActiveBlocksPerSm(kernel, info, kWarpBlockSize, 0), /*persistent=*/false);
+}
+
+// Fills `plan` for the warp rung Shape; `ragged`: rows may have edge columns.
+template <typename T, Algorithm kAlgorithm, typename Shape>
+void PlanWarp(const CudaDeviceInfo& info, int64_t rows, bool ragged, Plan& plan) {
+  if (ragged) {
+    PlanWarpRung<T, kAlgorithm, Shape, true>(info, rows, plan);
+  } else {
+    PlanWarpRung<T, kAlgorithm, Shape, false>(info, rows, plan);
+  }
 }
 
 // The uncached packs a block_online thread holds in registers from pass 1 to pass 2, so that

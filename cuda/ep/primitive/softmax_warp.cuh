@@ -27,8 +27,8 @@ __device__ __forceinline__ C GroupAllReduce(C v, Op op) {
 }
 
 // One rung of the warp ladder: kWidth lanes share a row, each holding kPacks packs of kBytes
-// of it, kRows rows at once (0: as kWarpRows says), for rows of up to kMaxPacks whole packs (0:
-// all kWidth * kPacks). The ladder's packs are 16 bytes and its rows kWarpRows' (but for one
+// of it, kRows rows at once (0: as kGroupRows says), for rows of up to kMaxPacks whole packs (0:
+// all kWidth * kPacks). The ladder's packs are 16 bytes and its rows kGroupRows' (but for one
 // rung, ForEachWarpShape); only tools/softmax_lab.cu builds others, to measure what those
 // choices buy.
 template <int kWidth, int kPacks, int kBytes = kPackBytes, int kRows = 0, int kMaxPacks = 0>
@@ -45,8 +45,24 @@ struct WarpShape {
 template <typename T, int kPacks, int kBytes = kPackBytes>
 constexpr int kWarpRows = kPacks * PackSize<T, kBytes>::value <= 16 ? 2 : 1;
 
-template <typename T, int kPacks, int kBytes, int kRowsAsked>
-constexpr int kGroupRows = kRowsAsked > 0 ? kRowsAsked : kWarpRows<T, kPacks, kBytes>;
+// float rows of whole packs on 32 lanes of 3 or 4 packs take one row a group all the same: a
+// block of one row a warp retires sooner, so the next rows start sooner, and a lane still has 3
+// or 4 loads in flight. Rows with edge columns keep two, whose edges each lane fetches for both
+// rows at once. Measured on an H100 (tools/softmax_lab.cu, the plan against rows=2, three
+// rounds; fractions of copy at 98304 / 32768 rows): softmax 512 columns 0.993 -> 0.997 / 0.994
+// -> 1.003 (Triton's kernel 0.995 / 0.990), 480 0.993 -> 0.996 / 0.998 -> 1.008, 388 0.984 ->
+// 0.985 / 0.969 -> 0.975, 260 (32 x 3) 0.982 -> 0.979 / 0.977 -> 0.980; log_softmax 384 0.998
+// -> 1.000 / 1.001 -> 1.011, 512 0.997 -> 0.997 / 1.001 -> 1.000; at 16384 rows up to +2.8%.
+// With one row, ragged rows (449, 511 columns) lost up to 1.6% (NOTES.md, item 70).
+template <typename T, int kWidth, int kPacks, bool kRagged>
+constexpr bool kWarpWholeRowAlone =
+    std::is_same_v<T, float> && !kRagged && kWidth == 32 && (kPacks == 3 || kPacks == 4);
+
+template <typename T, int kWidth, int kPacks, bool kRagged, int kBytes, int kRowsAsked>
+constexpr int kGroupRows =
+    kRowsAsked > 0                                   ? kRowsAsked
+    : kWarpWholeRowAlone<T, kWidth, kPacks, kRagged> ? 1
+                                                     : kWarpRows<T, kPacks, kBytes>;
 
 // Narrows one computed value to T, rounding to nearest even.
 template <typename T>
@@ -125,7 +141,7 @@ __global__ void __launch_bounds__(kWarpBlockSize, kWarpMinBlocksPerSm<T>)
   using C = ComputeType<T>;
   using WarpPack = Pack<T, kBytes>;
   constexpr int P = PackSize<T, kBytes>::value;
-  constexpr int kRows = kGroupRows<T, kPacks, kBytes, kRowsAsked>;
+  constexpr int kRows = kGroupRows<T, kWidth, kPacks, kRagged, kBytes, kRowsAsked>;
   constexpr int kGroups = kWarpSize / kWidth;
   constexpr int kTileRows = kGroups * kRows;
   constexpr int kWarpsPerBlock = kWarpBlockSize / kWarpSize;
