@@ -227,14 +227,14 @@ def test_float_rows_of_8192_run_3_blocks_an_sm_once_there_are_24_waves(cols, hel
     op, ref = OPS[kind]
     waves = 24 * 3 * _sm_count()
     block = _values(64, cols, seed=cols)
-    for rows, held in ((waves, held), (waves // 2, False)):
+    for rows, expect_held in ((waves, held), (waves // 2, False)):
         x = make_tensor(np.tile(block, (rows // 64 + 1, 1))[:rows], oneflite.float32, DEVICE)
         with oneflite.trace() as t:
             y = op(x, -1)
         plans = _plan(t)
         assert len(plans) == 1 and "cols_per_thread=16 block=512 " in plans[0], plans
-        if held is not None:
-            assert ("held_per_sm=3" in plans[0]) == held, plans[0]
+        if expect_held is not None:
+            assert ("held_per_sm=3" in plans[0]) == expect_held, plans[0]
         for first, last in ((0, 64), (rows // 2, rows // 2 + 3), (rows - 3, rows)):
             assert_close(to_float64(y[first:last]), ref(to_float64(x[first:last]), 1),
                          oneflite.float32, log=kind == "log_softmax",
