@@ -29,6 +29,14 @@ repeats (``--statistic min``: the minimum, for a machine shared with other jobs)
 an untimed call of the same provider: there nothing is flushed, and every CPU provider runs on warm
 caches and an awake thread pool.
 
+Each peer's ratio to oneflite (its time over oneflite's: above 1, oneflite is faster) comes with
+a 95% confidence interval from a paired bootstrap over the rounds: rounds are drawn with
+replacement, the same rounds for both providers, and the ratio of their medians (or minima) is
+taken again for each draw. Pairing by round is right because both calls of a round share its
+placement in memory and the machine's state at that moment, so what slows one slows the other and
+only the noise of the ratio remains. The interval covers this run on this machine, not the spread
+between runs or between machines; a peer is ahead beyond noise where the whole interval is below 1.
+
 Examples::
 
     python -m oneflite.bench                       # full sweep on every available device
@@ -50,6 +58,7 @@ import platform
 import statistics
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -66,6 +75,8 @@ GPU_PLACEMENTS = 4  # places in memory a GPU shape's rounds take in turn (Placem
 DTYPES = {"float32": oneflite.float32, "float16": oneflite.float16,
           "bfloat16": oneflite.bfloat16, "float64": oneflite.float64}
 OPS = ("softmax", "log_softmax")
+PEERS = ("torch", "triton", "numpy")  # the providers compared with oneflite (copy is the ceiling)
+CONFIDENCE = 0.95  # of the interval around each peer's ratio to oneflite (speedup_interval)
 # Tolerances of the pre-timing check, against a float64 reference of the same (rounded) input.
 TOLERANCE = {"float64": (1e-12, 1e-10), "float32": (1e-5, 1e-4), "float16": (2e-3, 1e-2),
              "bfloat16": (1.6e-2, 4e-2)}
@@ -206,6 +217,14 @@ class Timer:
 
     def interleaved(self, fns: dict[str, Callable[[], Any]],
                     places: Optional[Placements] = None) -> dict[str, float]:
+        """Each call's times (``samples``) reduced to the timer's statistic."""
+        return {name: self.summary(t) for name, t in self.samples(fns, places).items()}
+
+    def samples(self, fns: dict[str, Callable[[], Any]],
+                places: Placements | None = None) -> dict[str, list[float]]:
+        """Every round's time of each call in milliseconds, in round order. The i-th times of
+        all the calls come from round i, one placement and one moment of the machine, so they
+        are paired by index (speedup_interval)."""
         for fn in fns.values():
             for _ in range(self.warmup):
                 fn()
@@ -221,7 +240,7 @@ class Timer:
                 if places is not None:
                     places.hold(name, output)
                 del output  # else the next call's release would not free the block
-        return {name: self._summary(t) for name, t in times.items()}
+        return times
 
     def _time(self, fn: Callable[[], Any]) -> tuple[float, Any]:
         """One timed call: its time and its output (on the GPU; None on the CPU)."""
@@ -244,8 +263,33 @@ class Timer:
         fn()
         return (time.perf_counter() - begin) * 1e3, None
 
-    def _summary(self, times: list[float]) -> float:
+    def summary(self, times: list[float]) -> float:
+        """The timer's statistic of one call's times."""
         return min(times) if self.statistic == "min" else statistics.median(times)
+
+
+def speedup_interval(peer: Sequence[float], mine: Sequence[float], statistic: str = "median",
+                     confidence: float = CONFIDENCE, resamples: int = 2000,
+                     seed: int = 0) -> tuple[float, float]:
+    """A confidence interval of statistic(peer) / statistic(mine), oneflite's speed-up over a
+    peer, from a paired bootstrap over rounds: ``peer[i]`` and ``mine[i]`` are times from the
+    same round (Timer.samples), and each resample draws rounds with replacement, the same rounds
+    for both, so a disturbance that hit both calls of a round cancels in the ratio. The seed is
+    fixed so that a run's intervals can be reproduced from its samples. One round gives the
+    point ratio at both ends."""
+    peer_ms = np.asarray(peer, dtype=np.float64)
+    mine_ms = np.asarray(mine, dtype=np.float64)
+    if peer_ms.ndim != 1 or peer_ms.shape != mine_ms.shape or not peer_ms.size:
+        raise ValueError(f"paired samples need equal, non-zero lengths, got {len(peer)} and "
+                         f"{len(mine)}")
+    if statistic not in ("median", "min"):
+        raise ValueError(f"statistic must be 'median' or 'min', got {statistic!r}")
+    reduce = np.min if statistic == "min" else np.median
+    rounds = np.random.default_rng(seed).integers(0, peer_ms.size, (resamples, peer_ms.size))
+    ratios = reduce(peer_ms[rounds], axis=1) / reduce(mine_ms[rounds], axis=1)
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(ratios, [tail, 100 - tail])
+    return float(low), float(high)
 
 
 def _l2_flush(torch: Any) -> Callable[[], Any]:
@@ -261,6 +305,12 @@ def _l2_flush(torch: Any) -> Callable[[], Any]:
 
 @dataclass
 class Result:
+    """One provider at one shape. ``ms`` is the statistic of its timed calls (None when its
+    output failed the check, ``note`` then says how). On a peer's row (PEERS) timed beside
+    oneflite, ``speedup`` is the peer's ms over oneflite's, oneflite's speed-up over the peer
+    (below 1: the peer was faster), and ``speedup_ci`` its [low, high] confidence interval
+    (CONFIDENCE) from the paired rounds (speedup_interval); both are None on other rows."""
+
     device: str
     dtype: str
     op: str
@@ -271,6 +321,8 @@ class Result:
     gbps: Optional[float]
     fraction_of_copy: Optional[float] = None
     note: str = ""
+    speedup: float | None = None
+    speedup_ci: list[float] | None = None
 
 
 def _reference(x64: np.ndarray, op: str) -> np.ndarray:
@@ -369,11 +421,17 @@ class Bench:
                                       note=f"WRONG: {note}"))
             else:
                 timed[name] = call
-        times = self.timer.interleaved(timed, places if self.device == "cuda" else None)
+        samples = self.timer.samples(timed, places if self.device == "cuda" else None)
         self.last_placements = places
+        times = {name: self.timer.summary(t) for name, t in samples.items()}
         for name, ms in times.items():
-            results.append(Result(self.device, dtype, op, rows, cols, name, ms,
-                                  2 * nbytes / (ms * 1e-3) / 1e9))
+            result = Result(self.device, dtype, op, rows, cols, name, ms,
+                            2 * nbytes / (ms * 1e-3) / 1e9)
+            if name in PEERS and "oneflite" in samples:
+                result.speedup = ms / times["oneflite"]
+                result.speedup_ci = list(speedup_interval(samples[name], samples["oneflite"],
+                                                          self.timer.statistic))
+            results.append(result)
         order = list(providers)
         results.sort(key=lambda r: order.index(r.provider))
         copy_ms = times.get("copy")
@@ -479,9 +537,23 @@ def _geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
 
+def _speedup_text(r: Result) -> str:
+    """A peer row's speed-up and interval, as "triton 0.9921x, 95% CI 0.9903-0.9948": to four
+    places, since the GPU's margins and intervals are a few parts in a thousand, and an interval
+    ending below 1 must not print as ending at 1.000."""
+    low, high = r.speedup_ci  # type: ignore[misc]  # callers pass only rows that have one
+    return f"{r.provider} {r.speedup:.4f}x, {CONFIDENCE:.0%} CI {low:.4f}-{high:.4f}"
+
+
+def _peer_order(r: Result) -> tuple[str, str, str, int, int]:
+    """Sorts peer rows by shape, then in the table's order of providers."""
+    return r.device, r.dtype, r.op, r.cols, PEERS.index(r.provider)
+
+
 def summarize(results: list[Result]) -> list[str]:
-    """One line per (device, dtype, op): geomean fraction of copy, the worst shape, and the
-    geometric-mean speedup over each peer."""
+    """One line per (device, dtype, op): geomean fraction of copy, the worst shape, the
+    geometric-mean speedup over each peer, and the shapes where a peer is ahead beyond noise
+    (its whole interval below 1)."""
     lines = []
     keys = sorted({(r.device, r.dtype, r.op) for r in results})
     for device, dtype, op in keys:
@@ -498,7 +570,29 @@ def summarize(results: list[Result]) -> list[str]:
                       if p.provider == peer and p.ms and p.cols in mine]
             if ratios:
                 text += f"; {_geomean(ratios):.2f}x {peer} (geomean, min {min(ratios):.2f}x)"
+        beyond = sorted((p for p in group if p.speedup_ci and p.speedup_ci[1] < 1),
+                        key=_peer_order)
+        if beyond:
+            text += "; a peer ahead beyond noise at " + ", ".join(
+                f"cols={p.cols} ({_speedup_text(p)})" for p in beyond)
+        else:
+            text += "; no peer ahead beyond noise"
         lines.append(text)
+    return lines
+
+
+def peers_ahead(results: list[Result]) -> list[str]:
+    """Every shape where a peer took less time than oneflite, with oneflite's speed-up over it,
+    the interval, and whether the peer is ahead beyond noise (the whole interval below 1) or
+    within it; one line if there is no such shape."""
+    ahead = sorted((r for r in results if r.speedup_ci and r.speedup < 1), key=_peer_order)
+    if not ahead:
+        return ["No peer was ahead of oneflite at any shape."]
+    lines = [f"Where a peer was ahead of oneflite (its time over oneflite's below 1; "
+             f"{CONFIDENCE:.0%} CI over the paired rounds):"]
+    for r in ahead:
+        verdict = "beyond noise" if r.speedup_ci[1] < 1 else "within noise"
+        lines.append(f"  {r.device} {r.dtype} {r.op} cols={r.cols}: {_speedup_text(r)}: {verdict}")
     return lines
 
 
@@ -647,6 +741,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     env = environment()
     env["statistic"] = args.statistic
     env["repeats"] = repeats
+    env["confidence"] = CONFIDENCE  # of every peer row's speedup_ci
     if "cuda" in devices:
         env["gpu_placements"] = args.placements
     print(f"oneflite.bench on {env.get('gpu', 'no GPU')} / {env['cpu']}, {env['date']}")
@@ -667,6 +762,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     wrong = [r for r in results if r.note.startswith("WRONG")]
     for r in wrong:
         print(f"{r.provider} {r.device} {r.dtype} {r.op} cols={r.cols}: {r.note}")
+    print()
+    for line in peers_ahead(results):
+        print(line)
 
     args.out.mkdir(parents=True, exist_ok=True)
     payload = {"environment": env, "summary": summary,

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 import oneflite
@@ -31,6 +33,22 @@ def test_quick_cpu_benchmark_writes_a_checked_table_and_json(tmp_path: Path) -> 
     assert payload["environment"]["oneflite_cpu_threads"] == 1
     assert payload["environment"].get("torch_threads", 1) == 1
     assert "CPU threads: oneflite 1" in result.stdout
+    # Every peer timed beside oneflite carries oneflite's speed-up over it and its interval.
+    peers = [r for r in payload["results"] if r["provider"] in ("torch", "numpy")]
+    assert peers
+    for r in peers:
+        ms = next(m["ms"] for m in mine if (m["dtype"], m["op"], m["cols"]) ==
+                  (r["dtype"], r["op"], r["cols"]))
+        assert r["speedup"] == pytest.approx(r["ms"] / ms)
+        low, high = r["speedup_ci"]
+        assert low <= r["speedup"] <= high
+    assert all(r["speedup"] is None and r["speedup_ci"] is None for r in payload["results"]
+               if r["provider"] in ("oneflite", "copy"))
+    assert all(line.endswith("; no peer ahead beyond noise") or
+               re.search(r"; a peer ahead beyond noise at cols=\d+ \(\w+ [\d.]+x, 95% CI "
+                         r"[\d.]+-[\d.]+\)", line) for line in payload["summary"])
+    assert ("No peer was ahead of oneflite at any shape." in result.stdout or
+            "Where a peer was ahead of oneflite" in result.stdout)
 
 
 def test_min_statistic_is_accepted(tmp_path: Path) -> None:
@@ -107,7 +125,7 @@ def test_gpu_timer_flushes_l2_before_every_timed_call_and_not_inside_it() -> Non
 def test_timer_takes_the_calls_in_turns_and_reduces_each_to_its_median(monkeypatch) -> None:
     """A burst of other work lands on every provider's repeats alike, not on one provider's; on
     the CPU each timed call follows an untimed call of its own. A fake clock that each call
-    advances by its own amount shows which call each time belongs to."""
+    advances by its own amount shows which call (and round) each time belongs to."""
     import oneflite.bench as bench
 
     now = [0.0]
@@ -124,6 +142,110 @@ def test_timer_takes_the_calls_in_turns_and_reduces_each_to_its_median(monkeypat
     times = timer.interleaved({"a": call("a", 0.001), "b": call("b", 0.004)})
     assert calls == ["a", "b"] + ["a", "a", "b", "b"] * 3  # an untimed call before each timed one
     assert times == {"a": pytest.approx(1.0), "b": pytest.approx(4.0)}
+
+    # samples keeps every round's time of each call, in round order: the k-th call of "a" takes
+    # k ms (of "b" 10k ms), and each round makes an untimed and a timed call of each after one
+    # warm-up call, so the timed calls are the 3rd, 5th and 7th.
+    def slowing(ms: float):
+        count = [0]
+
+        def run() -> None:
+            count[0] += 1
+            now[0] += ms * count[0] / 1e3
+        return run
+
+    samples = timer.samples({"a": slowing(1.0), "b": slowing(10.0)})
+    assert list(samples) == ["a", "b"]
+    assert samples["a"] == pytest.approx([3.0, 5.0, 7.0])
+    assert samples["b"] == pytest.approx([30.0, 50.0, 70.0])
+
+
+def test_speedup_interval_lies_above_one_when_the_peer_is_clearly_slower() -> None:
+    from oneflite.bench import speedup_interval
+
+    rng = np.random.default_rng(1)
+    mine = rng.normal(100, 1, 100)
+    peer = rng.normal(103, 1, 100)
+    low, high = speedup_interval(list(peer), list(mine))
+    assert 1 < low <= np.median(peer) / np.median(mine) <= high
+    assert speedup_interval(peer, mine) == (low, high)  # seeded: the same run, the same interval
+
+
+def test_speedup_interval_contains_one_when_both_come_from_one_distribution() -> None:
+    from oneflite.bench import speedup_interval
+
+    rng = np.random.default_rng(2)
+    low, high = speedup_interval(rng.normal(100, 1, 100), rng.normal(100, 1, 100))
+    assert low < 1 < high
+
+
+def test_speedup_interval_pairs_the_rounds() -> None:
+    """A disturbance of up to +-20% that hits both calls of a round alike hides a 1% deficit
+    from a comparison of the two lists as wholes, but not from one round by round."""
+    from oneflite.bench import speedup_interval
+
+    rng = np.random.default_rng(3)
+    rounds = 100 + rng.uniform(-20, 20, 100)
+    mine = rounds + rng.normal(0, 0.1, 100)
+    peer = 1.01 * rounds + rng.normal(0, 0.1, 100)
+    low, high = speedup_interval(peer, mine)
+    assert 1 < low <= high < 1.02
+
+
+def test_speedup_interval_of_one_round_and_of_the_minimum() -> None:
+    from oneflite.bench import speedup_interval
+
+    assert speedup_interval([3.0], [2.0]) == (1.5, 1.5)
+    assert speedup_interval([3.0], [2.0], statistic="min") == (1.5, 1.5)
+    rng = np.random.default_rng(4)
+    mine = rng.normal(100, 1, 50)
+    peer = rng.normal(103, 1, 50)
+    low, high = speedup_interval(peer, mine, statistic="min")
+    assert 1 < low <= peer.min() / mine.min() <= high
+    with pytest.raises(ValueError, match="equal"):
+        speedup_interval([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError, match="statistic"):
+        speedup_interval([1.0], [1.0], statistic="mean")
+
+
+def test_record_lists_the_shapes_where_a_peer_was_ahead(tmp_path: Path) -> None:
+    """docs/_tools/record.py's summary.md: a table of the shapes where a peer took less time than
+    oneflite, with the interval's verdict; older results, without intervals, still render."""
+    def row(provider: str, cols: int, ms: float, **fields: object) -> dict[str, object]:
+        return {"device": "cpu", "dtype": "float32", "op": "softmax", "rows": 64, "cols": cols,
+                "provider": provider, "ms": ms, "gbps": 1.0, "fraction_of_copy": 0.5,
+                "note": "", **fields}
+
+    def record(results: list[dict[str, object]]) -> str:
+        folder = tmp_path / f"run{len(list(tmp_path.iterdir()))}"
+        folder.mkdir()
+        environment = {"date": "2026-01-01T00:00:00+00:00", "cpu": "x86_64", "confidence": 0.95}
+        (folder / "results.json").write_text(
+            json.dumps({"environment": environment, "summary": [], "results": results}))
+        dest = folder / "pages"
+        record = Path(__file__).resolve().parent.parent / "docs" / "_tools" / "record.py"
+        result = run_python(str(record), "--dest", str(dest), "bench", str(folder), cwd=folder)
+        assert result.returncode == 0, result.stdout + result.stderr
+        return (dest / "summary.md").read_text()
+
+    page = record([
+        row("oneflite", 32, 1.0), row("torch", 32, 0.99, speedup=0.99, speedup_ci=[0.98, 0.995]),
+        row("numpy", 32, 9.0, speedup=9.0, speedup_ci=[8.0, 10.0]),
+        row("oneflite", 64, 1.0), row("torch", 64, 0.999, speedup=0.999, speedup_ci=[0.99, 1.01]),
+        row("oneflite", 128, 1.0), row("torch", 128, 0.98),  # recorded before the intervals
+    ])
+    assert "### Where a peer was ahead" in page
+    assert "| cpu | float32 | softmax | 32 | torch | 0.9900 | 0.9800\u20130.9950 | beyond noise |" \
+        in page
+    assert "| cpu | float32 | softmax | 64 | torch | 0.9990 | 0.9900\u20131.0100 | within noise |" \
+        in page
+    assert "| cpu | float32 | softmax | 128 | torch | 0.9800 | \u2013 | no interval recorded |" \
+        in page
+    assert "numpy" not in page.split("### Where a peer was ahead")[1]
+
+    page = record([row("oneflite", 32, 1.0),
+                   row("torch", 32, 1.2, speedup=1.2, speedup_ci=[1.1, 1.3])])
+    assert "No peer was ahead at any shape." in page
 
 
 def test_gpu_rounds_take_turns_over_placements_and_share_each_one() -> None:

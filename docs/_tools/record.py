@@ -111,6 +111,45 @@ def _cuda_paths(shapes: set[tuple[str, str, int, int]]) -> dict[tuple[str, str, 
     return plans
 
 
+def _peers_ahead(cells: dict[tuple[str, str, str, int], dict[str, dict[str, Any]]],
+                 env: dict[str, Any]) -> str:
+    """summary.md's second table: every shape where a peer took less time than oneflite, with
+    oneflite's speed-up over it, its interval, and whether the peer is ahead beyond noise (the
+    whole interval below 1), to four places as the benchmark prints them. Results recorded
+    before the benchmark kept intervals have only the times, so the speed-up is taken from
+    those and the verdict says no interval exists."""
+    confidence = f"{env.get('confidence', 0.95):.0%} CI"
+    rows = []
+    for key in sorted(cells, key=lambda k: (k[0] != "cuda", k)):
+        mine = cells[key].get("oneflite", {}).get("ms")
+        if not mine:
+            continue
+        for peer in ("torch", "triton", "numpy"):
+            r = cells[key].get(peer, {})
+            if not r.get("ms"):
+                continue
+            speedup = r.get("speedup") or r["ms"] / mine
+            if speedup >= 1:
+                continue
+            interval = r.get("speedup_ci")
+            if interval is None:
+                shown, verdict = "\u2013", "no interval recorded"
+            else:
+                shown = f"{interval[0]:.4f}\u2013{interval[1]:.4f}"
+                verdict = "beyond noise" if interval[1] < 1 else "within noise"
+            rows.append([*key[:3], str(key[3]), peer, f"{speedup:.4f}", shown, verdict])
+    text = "### Where a peer was ahead\n\n"
+    if not rows:
+        return text + "No peer was ahead at any shape.\n"
+    return text + (
+        "oneflite's speed-up is the peer's time over oneflite's, below 1 on these rows. The "
+        f"{confidence} comes from a paired bootstrap over the rounds of calls: it covers the "
+        "noise of this run on this machine, not the spread between runs or machines. A peer is "
+        "ahead beyond noise where the whole interval lies below 1.\n\n" +
+        _table(["device", "dtype", "op", "cols", "peer", "oneflite's speed-up", confidence,
+                "verdict"], rows))
+
+
 def record_bench(folder: Path, dest: Path) -> None:
     payload = json.loads((folder / "results.json").read_text())
     env = payload["environment"]
@@ -185,6 +224,7 @@ def record_bench(folder: Path, dest: Path) -> None:
     text += " ".join(_measured_on(env, d) for d in devices) + "\n\n"
     text += _table(["device", "dtype", "op", "oneflite / copy (geomean)", "worst",
                     "speed-up over peers (geomean)"], summary_rows)
+    text += "\n" + _peers_ahead(cells, env)
     (dest / "summary.md").write_text(text)
 
     # path_<path>.md: the CUDA measurements each path served.
