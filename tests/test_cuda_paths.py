@@ -5,10 +5,10 @@ quick check in the normal suite.
 Row lengths are picked to reach each rung of the warp ladder (every thread-group width, one and
 two rows per access, each packs-per-lane count) for every dtype, each rung of the warp_tile
 ladder (lanes a row x words a lane) for float and the 16-bit types, then the block paths:
-block_registers at each of its shapes (float's eight, the 16-bit types' five; their sixth
-for rows of 960-1024 columns needs many rows and has a test of its own) and with a cached
-tail, the shared-memory path (16-bit rows at three of its block sizes) and the online path for
-rows past shared memory. Each shape runs from an aligned start and from one row in (off a
+block_registers at each of its shapes (float's eight, the 16-bit types' five; 128 threads of
+one pack, for float rows of 512 columns and 16-bit rows of 960-1024, need many rows and have
+tests of their own) and with a cached tail, the shared-memory path (16-bit rows at three of its
+block sizes) and the online path for rows past shared memory. Each shape runs from an aligned start and from one row in (off a
 16-byte boundary for most lengths), for softmax and log_softmax; the last test checks from
 oneflite's own trace that every path was reached.
 Transposes (the permute kernel) and dtype= casts (the cast kernel) are covered too. Skips
@@ -446,6 +446,39 @@ def test_16bit_rows_of_960_to_1024_columns_take_a_block_of_128_or_64_threads(col
         for row in (0, 2, 63, rows // 2, rows - 1):
             want_row = ref(to_float64(x[row : row + 1]), 1)
             assert_close(to_float64(y[row : row + 1]), want_row, dtype,
+                         log=kind == "log_softmax", err_msg=f"row {row}, offset {offset}: {plan}")
+
+
+@pytest.mark.parametrize("kind", list(OPS))
+@pytest.mark.parametrize("cols", [480, 508, 512, 513, 516])
+def test_float_rows_of_512_columns_take_128_threads_where_dram_is_narrow(cols, kind):
+    # float rows of 512 aligned columns (128 whole packs) take block_registers' 128 threads of
+    # one pack where the DRAM is narrow for the SMs (an H100), once there are 512 rows an SM
+    # (kFloat128x1MinRowsPerSm). Fewer rows, wider DRAM, rows that leave a thread idle (480, 508),
+    # rows that are not whole packs (513) and rows of 129 packs (516) keep the warp path. The
+    # trace reports the plan for aligned rows; the same rows one element off a 16-byte boundary
+    # are checked for their results.
+    op, ref = OPS[kind]
+    narrow = _dram_gbps_per_sm() < 30
+    many = 512 * _sm_count()
+    values = np.tile(_values(64, cols, seed=cols), (many // 64 + 1, 1))[:many]
+    flat = make_tensor(np.concatenate([[7.0], values.ravel()]), oneflite.float32, DEVICE)
+    takes_block = narrow and cols == 512
+    for rows, offset in ((many, 0), (many, 1), (many - 1, 0)):
+        x = flat._as_strided([rows, cols], [cols, 1], offset)
+        with oneflite.trace() as t:
+            y = op(x, -1)
+        plans = _plan(t)
+        assert len(plans) == 1, plans
+        plan = plans[0]
+        if offset == 0:
+            if takes_block and rows == many:
+                assert "block_registers: pack=4 cols_per_thread=4 block=128 " in plan, plan
+            else:
+                assert "warp: " in plan, plan
+        for row in (0, 2, 63, rows // 2, rows - 1):
+            want_row = ref(to_float64(x[row : row + 1]), 1)
+            assert_close(to_float64(y[row : row + 1]), want_row, oneflite.float32,
                          log=kind == "log_softmax", err_msg=f"row {row}, offset {offset}: {plan}")
 
 

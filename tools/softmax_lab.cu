@@ -58,6 +58,7 @@
 //   occ=N       block_registers (no tail) held to N blocks an SM by shared memory
 //               (HoldBlocksPerSmSmem), as the planner holds float 512 x 4
 //   occ=NxC     the same in a carve-out of C KiB, counting the reserve the device reports
+//   wocc=NxC    the planned warp rung held to N blocks an SM in a carve-out of C KiB
 //   carve=P     the plan, its block_registers kernel preferring a carve-out of P percent (-1:
 //               none); the preference stays with the kernel for later variants
 //   hold=off    the planner's hold undone: the blocks registers allow (float 512 x 4 and 128 x 4,
@@ -290,6 +291,38 @@ void SkipVariant(const std::string& variant, int64_t cols, Plan& plan) {
   std::fprintf(stderr, "softmax_lab: %s: no such lab rung, or it does not apply to %lld columns\n",
                variant.c_str(), static_cast<long long>(cols));
   plan.launch = nullptr;
+}
+
+// The warp kernel a plan of the warp path launches (its rung of the ladder, rows per group and
+// edges), for the variant wocc=N; nullptr if no rung matches.
+template <typename T>
+const void* WarpKernel(const Options& options, const Plan& plan) {
+  const void* kernel = nullptr;
+  ForEachWarpShape([&](auto shape) {
+    using Shape = decltype(shape);
+    if constexpr (kWarpShapeFor<T, Shape>) {
+      auto pick = [&](auto ragged_tag) {
+        constexpr bool kRagged = decltype(ragged_tag)::value;
+        constexpr int kRows =
+            kGroupRows<T, Shape::width, Shape::packs, kRagged, Shape::bytes, Shape::rows>;
+        if (kernel != nullptr || plan.ragged != kRagged || plan.width != Shape::width ||
+            plan.cols_per_thread != Shape::packs * PackSize<T>::value ||
+            plan.rows_per_access != kRows) {
+          return;
+        }
+        kernel = options.algo == Algorithm::kSoftmax
+                     ? reinterpret_cast<const void*>(
+                           &WarpSoftmaxKernel<T, Algorithm::kSoftmax, Shape::width, Shape::packs,
+                                              kRagged, Shape::bytes, Shape::rows>)
+                     : reinterpret_cast<const void*>(
+                           &WarpSoftmaxKernel<T, Algorithm::kLogSoftmax, Shape::width,
+                                              Shape::packs, kRagged, Shape::bytes, Shape::rows>);
+      };
+      pick(std::false_type{});
+      pick(std::true_type{});
+    }
+  });
+  return kernel;
 }
 
 // The block_registers kernel (no cached tail) a plan of 128-1024 threads of 2, 4 or 8 packs
@@ -598,6 +631,25 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
             : PlanBlockRegisters<T, Algorithm::kLogSoftmax>(
                   info, rows, cols, true, plan.block, plan.cols_per_thread / P, regs, kernel);
     if (ok) { plan = regs; }
+  } else if (variant.rfind("wocc=", 0) == 0) {
+    // The planned warp rung held to N blocks an SM in a carve-out of C KiB (as occ=NxC).
+    const void* kernel = plan.path == Path::kWarp ? WarpKernel<T>(options, plan) : nullptr;
+    int blocks = 0, carve_kib = 0;
+    const bool parsed = std::sscanf(variant.c_str(), "wocc=%dx%d", &blocks, &carve_kib) == 2;
+    const size_t smem = kernel == nullptr || !parsed
+                            ? 0
+                            : LabHoldSmem(kernel, info, kWarpBlockSize, blocks, carve_kib);
+    if (smem == 0) {
+      SkipVariant(variant, cols, plan);
+    } else {
+      plan.smem = smem;
+      plan.active_per_sm = MaxActiveBlocksPerSm(kernel, info, kWarpBlockSize, smem);
+      cudaFuncAttributes attributes{};
+      LAB_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+      std::fprintf(stderr, "softmax_lab: %s at %lld columns: %d registers, %d blocks an SM\n",
+                   variant.c_str(), static_cast<long long>(cols), attributes.numRegs,
+                   plan.active_per_sm);
+    }
   } else if (variant.rfind("occ=", 0) == 0 || variant == "hold=off") {
     // block_registers held to N blocks an SM by shared memory, as the planner holds float 512 x
     // 4 (HoldFloat512x4), or the planner's hold undone (either kind).

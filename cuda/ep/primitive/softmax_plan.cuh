@@ -79,6 +79,8 @@ struct Plan {
   int block = 0;
   // Block paths.
   int cached_packs = 0;
+  // Dynamic shared memory: the block paths' cache, warp_tile's tiles, or memory a kernel does not
+  // use that holds its blocks an SM (HoldBlocksPerSmSmem; tools/softmax_lab.cu's occ= and wocc=).
   size_t smem = 0;
   // The grid: one block per tile of rows (`tiles`), or, when `persistent`, only the blocks that
   // fit on the device at once (`active_per_sm` on each SM), each striding over the tiles.
@@ -108,9 +110,9 @@ template <typename T, Algorithm kAlgorithm, typename Shape, bool kRagged>
 void LaunchWarp(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols, const void* x,
                 void* y) {
   WarpSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::packs, kRagged, Shape::bytes, Shape::rows>
-      <<<plan.grid, kWarpBlockSize, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
-                                                 rows, static_cast<int>(cols),
-                                                 SameAlignment<Shape::bytes>(x, y));
+      <<<plan.grid, kWarpBlockSize, plan.smem, stream>>>(
+          static_cast<const T*>(x), static_cast<T*>(y), rows, static_cast<int>(cols),
+          SameAlignment<Shape::bytes>(x, y));
   ONEFLITE_CUDA_CHECK_LAUNCH();
 }
 
@@ -711,6 +713,24 @@ inline bool NarrowDram(const CudaDeviceInfo& info) {
 constexpr int64_t k16BitSmallLeastPacks = 120;
 constexpr int64_t k16BitSmallMinRowsPerSm = 384;
 
+// float rows of 512 aligned columns (128 whole packs), which the warp path gives 32 lanes of 4
+// packs a row, one row a warp: one pack a thread on 128 threads (Triton's shape for them) where
+// the DRAM is narrow, once there are 512 rows an SM. The warp path starts a launch faster; 128 x
+// 1 streams faster once the launch's steady state dominates. Measured on an H100
+// (tools/softmax_lab.cu, registers=128x1 against the plan, two rounds, fractions of copy, softmax
+// / log_softmax): 49152 rows 1.006 -> 1.000 / 1.005 -> 1.002, 98304 0.998 -> 0.995 / 0.997 ->
+// 0.995, 196608 0.994 -> 1.002 / 0.993 -> 1.002, 393216 0.996 -> 1.002 / 0.996 -> 1.003 (Triton's
+// kernel 1.000, 0.996, 1.002, 1.002). In the benchmark's timing (python -m oneflite.bench, 100
+// rounds over 4 placements) the crossover comes sooner: the warp path against Triton's kernel,
+// which the lab has within 0.1% of 128 x 1 at every row count, 24576 rows +0.9-1.2%, 49152
+// +0.1-0.5%, 98304 -0.3 to -0.5%, 196608 -0.5%; with the rule, 98304 rows level with Triton
+// (0.9991x, interval 0.9980-1.0006) and log_softmax 1.0045-1.0060x torch. Rows that leave threads
+// idle lost: log_softmax at 480 columns (120 packs) 0.997-0.998 of copy on the warp path, 0.986-
+// 0.991 on 128 x 1, and Triton's kernel led 128 x 1 there by 0.5% (softmax). 64 x 2 was behind
+// both (98304 rows: 0.988-0.990). On an H200 the 16-bit twin of this shape lost 6-9% (above), so
+// wider DRAM keeps the warp path. (NOTES.md, item 71.)
+constexpr int64_t kFloat128x1MinRowsPerSm = 512;
+
 // float rows of 704-1024 window packs (2816-4096 columns) on 512 x 2, Triton's shape for them,
 // where the DRAM is narrow, once the launch has 48 waves of them (the rows of 992-1024 packs take
 // it on any device from 16: PlanBlockRegisters). Measured on an H100 (tools/softmax_lab.cu,
@@ -730,9 +750,9 @@ constexpr int64_t kNarrowDramFloat512x2MinWaves = 48;
 
 // Fills `plan` for block_registers with `block` threads of `packs` packs each, or (block = 0)
 // with the shape whose range takes the window (kFloatShapes, k16BitShapes), or the one a rule
-// above gives it (16-bit rows of 120-128 or 1792-2048 packs, float 512 x 2). False when no shape
-// takes the row, the shape does not hold it, or a thread would hold more than 32 values (1024
-// threads have 64 registers each).
+// above gives it (16-bit rows of 120-128 or 1792-2048 packs, float 512 x 2 and 128 x 1). False
+// when no shape takes the row, the shape does not hold it, or a thread would hold more than 32
+// values (1024 threads have 64 registers each).
 //
 // The 16-bit shapes of 16 values a thread, in 32 registers, let 2048 threads share an SM:
 // 256 x 2 packs at 4096 cols 0.968-0.969x copy (block_smem 0.917-0.923) and 512 x 2 at 8192
@@ -783,6 +803,11 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
           packs = shape.packs;
           break;
         }
+      }
+      if (narrow_dram && window == 128 && whole_rows &&
+          rows >= kFloat128x1MinRowsPerSm * info.sm_count) {
+        block = 128;
+        packs = 1;
       }
     }
     if (block == 0) { return false; }
@@ -869,9 +894,9 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
   consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 8>{});
   consider(std::integral_constant<int, 128>{}, std::integral_constant<int, 3>{});
   consider(std::integral_constant<int, 256>{}, std::integral_constant<int, 3>{});
+  consider(std::integral_constant<int, 128>{}, std::integral_constant<int, 1>{});
   if constexpr (kIs16Bit<T>) {
     consider(std::integral_constant<int, 64>{}, std::integral_constant<int, 2>{});
-    consider(std::integral_constant<int, 128>{}, std::integral_constant<int, 1>{});
   }
 #ifdef ONEFLITE_SOFTMAX_LAB
   consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 1>{});
@@ -888,7 +913,6 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
   consider(std::integral_constant<int, 384>{}, std::integral_constant<int, 1>{});
   if constexpr (!kIs16Bit<T>) {
     consider(std::integral_constant<int, 64>{}, std::integral_constant<int, 2>{});
-    consider(std::integral_constant<int, 128>{}, std::integral_constant<int, 1>{});
   }
   consider(std::integral_constant<int, 256>{}, std::integral_constant<int, 1>{});
 #endif
