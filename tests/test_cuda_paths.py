@@ -8,9 +8,9 @@ ladder (lanes a row x words a lane) for float and the 16-bit types, then the blo
 block_registers at each of its shapes (float's eight, the 16-bit types' five; 128 threads of
 one pack, for float rows of 512 columns and 16-bit rows of 960-1024, need many rows and have
 tests of their own) and with a cached tail, the shared-memory path (16-bit rows at three of its
-block sizes) and the online path for rows past shared memory. Each shape runs from an aligned start and from one row in (off a
-16-byte boundary for most lengths), for softmax and log_softmax; the last test checks from
-oneflite's own trace that every path was reached.
+block sizes) and the online path for rows past shared memory. Each shape runs from an aligned
+start and from one row in (off a 16-byte boundary for most lengths), for softmax and
+log_softmax; the last test checks from oneflite's own trace that every path was reached.
 Transposes (the permute kernel) and dtype= casts (the cast kernel) are covered too. Skips
 without a CUDA GPU.
 """
@@ -411,6 +411,27 @@ def test_float_rows_of_whole_packs_on_3_or_4_packs_a_lane_take_one_row_a_group(
                 plan
 
 
+def _many_rows(kind: str, dtype: oneflite.dtype, cols: int, many: int):
+    """Runs `kind` over `many` rows of `cols` from an aligned start and from one element past
+    one, then over `many` - 1 aligned rows; checks five rows of each result against the
+    reference, and yields (rows, offset, the launch's plan) for the caller's checks of the plan.
+    The trace reports the plan for aligned rows, also for the launch off a boundary."""
+    op, ref = OPS[kind]
+    values = np.tile(_values(64, cols, seed=cols), (many // 64 + 1, 1))[:many]
+    flat = make_tensor(np.concatenate([[7.0], values.ravel()]), dtype, DEVICE)
+    for rows, offset in ((many, 0), (many, 1), (many - 1, 0)):
+        x = flat._as_strided([rows, cols], [cols, 1], offset)
+        with oneflite.trace() as t:
+            y = op(x, -1)
+        plans = _plan(t)
+        assert len(plans) == 1, plans
+        for row in (0, 2, 63, rows // 2, rows - 1):
+            want_row = ref(to_float64(x[row : row + 1]), 1)
+            assert_close(to_float64(y[row : row + 1]), want_row, dtype, log=kind == "log_softmax",
+                         err_msg=f"row {row}, offset {offset}: {plans[0]}")
+        yield rows, offset, plans[0]
+
+
 @pytest.mark.parametrize("kind", list(OPS))
 @pytest.mark.parametrize("dtype", [oneflite.float16, oneflite.bfloat16], ids=lambda d: d.name)
 @pytest.mark.parametrize("cols", [952, 960, 1000, 1001, 1024, 1032])
@@ -419,34 +440,21 @@ def test_16bit_rows_of_960_to_1024_columns_take_a_block_of_128_or_64_threads(col
     # block_registers once there are 384 rows an SM: 128 threads of one pack, by the kernel for
     # whole rows, where the DRAM is narrow for the SMs (an H100), else 64 threads of 2 packs
     # (k16BitSmallLeastPacks). Fewer rows, rows of 119 packs (952), rows that are not whole
-    # packs (1001) and rows of 129 (1032) keep the warp path. The trace reports the plan for
-    # aligned rows; the same rows one element off a 16-byte boundary (the warp path's ragged
-    # rung) are checked for their results.
-    op, ref = OPS[kind]
+    # packs (1001) and rows of 129 (1032) keep the warp path. Rows one element off a 16-byte
+    # boundary (the warp path's ragged rung) are checked for their results.
     narrow = _dram_gbps_per_sm() < 30
     many = 384 * _sm_count()
-    values = np.tile(_values(64, cols, seed=cols), (many // 64 + 1, 1))[:many]
-    flat = make_tensor(np.concatenate([[7.0], values.ravel()]), dtype, DEVICE)
     takes_block = cols % 8 == 0 and 960 <= cols <= 1024
-    for rows, offset in ((many, 0), (many, 1), (many - 1, 0)):
-        x = flat._as_strided([rows, cols], [cols, 1], offset)
-        with oneflite.trace() as t:
-            y = op(x, -1)
-        plans = _plan(t)
-        assert len(plans) == 1, plans
-        plan = plans[0]
-        if offset == 0:
-            if not takes_block or rows < many:
-                assert "warp: " in plan, plan
-            elif narrow:
-                assert "block_registers: pack=8 cols_per_thread=8 block=128 " in plan, plan
-                assert " ragged" not in plan, plan
-            else:
-                assert "block_registers: pack=8 cols_per_thread=16 block=64 ragged " in plan, plan
-        for row in (0, 2, 63, rows // 2, rows - 1):
-            want_row = ref(to_float64(x[row : row + 1]), 1)
-            assert_close(to_float64(y[row : row + 1]), want_row, dtype,
-                         log=kind == "log_softmax", err_msg=f"row {row}, offset {offset}: {plan}")
+    for rows, offset, plan in _many_rows(kind, dtype, cols, many):
+        if offset != 0:
+            continue
+        if not takes_block or rows < many:
+            assert "warp: " in plan, plan
+        elif narrow:
+            assert "block_registers: pack=8 cols_per_thread=8 block=128 " in plan, plan
+            assert " ragged" not in plan, plan
+        else:
+            assert "block_registers: pack=8 cols_per_thread=16 block=64 ragged " in plan, plan
 
 
 @pytest.mark.parametrize("kind", list(OPS))
@@ -455,31 +463,15 @@ def test_float_rows_of_512_columns_take_128_threads_where_dram_is_narrow(cols, k
     # float rows of 512 aligned columns (128 whole packs) take block_registers' 128 threads of
     # one pack where the DRAM is narrow for the SMs (an H100), once there are 512 rows an SM
     # (kFloat128x1MinRowsPerSm). Fewer rows, wider DRAM, rows that leave a thread idle (480, 508),
-    # rows that are not whole packs (513) and rows of 129 packs (516) keep the warp path. The
-    # trace reports the plan for aligned rows; the same rows one element off a 16-byte boundary
-    # are checked for their results.
-    op, ref = OPS[kind]
-    narrow = _dram_gbps_per_sm() < 30
+    # rows that are not whole packs (513) and rows of 129 packs (516) keep the warp path. Rows
+    # one element off a 16-byte boundary are checked for their results.
     many = 512 * _sm_count()
-    values = np.tile(_values(64, cols, seed=cols), (many // 64 + 1, 1))[:many]
-    flat = make_tensor(np.concatenate([[7.0], values.ravel()]), oneflite.float32, DEVICE)
-    takes_block = narrow and cols == 512
-    for rows, offset in ((many, 0), (many, 1), (many - 1, 0)):
-        x = flat._as_strided([rows, cols], [cols, 1], offset)
-        with oneflite.trace() as t:
-            y = op(x, -1)
-        plans = _plan(t)
-        assert len(plans) == 1, plans
-        plan = plans[0]
-        if offset == 0:
-            if takes_block and rows == many:
-                assert "block_registers: pack=4 cols_per_thread=4 block=128 " in plan, plan
-            else:
-                assert "warp: " in plan, plan
-        for row in (0, 2, 63, rows // 2, rows - 1):
-            want_row = ref(to_float64(x[row : row + 1]), 1)
-            assert_close(to_float64(y[row : row + 1]), want_row, oneflite.float32,
-                         log=kind == "log_softmax", err_msg=f"row {row}, offset {offset}: {plan}")
+    takes_block = _dram_gbps_per_sm() < 30 and cols == 512
+    for rows, offset, plan in _many_rows(kind, oneflite.float32, cols, many):
+        if offset == 0 and takes_block and rows == many:
+            assert "block_registers: pack=4 cols_per_thread=4 block=128 " in plan, plan
+        elif offset == 0:
+            assert "warp: " in plan, plan
 
 
 @pytest.mark.parametrize(
