@@ -294,7 +294,7 @@ void SkipVariant(const std::string& variant, int64_t cols, Plan& plan) {
 }
 
 // The warp kernel a plan of the warp path launches (its rung of the ladder, rows per group and
-// edges), for the variant wocc=N; nullptr if no rung matches.
+// edges), for the variant wocc=NxC; nullptr if no rung matches.
 template <typename T>
 const void* WarpKernel(const Options& options, const Plan& plan) {
   const void* kernel = nullptr;
@@ -643,7 +643,7 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
       SkipVariant(variant, cols, plan);
     } else {
       plan.smem = smem;
-      plan.active_per_sm = MaxActiveBlocksPerSm(kernel, info, kWarpBlockSize, smem);
+      plan.active_per_sm = blocks;  // LabHoldSmem answers only when the calculator agrees
       cudaFuncAttributes attributes{};
       LAB_CHECK(cudaFuncGetAttributes(&attributes, kernel));
       std::fprintf(stderr, "softmax_lab: %s at %lld columns: %d registers, %d blocks an SM\n",
