@@ -565,9 +565,8 @@ def summarize(results: list[Result]) -> list[str]:
         worst = min(mine.values(), key=lambda r: r.fraction_of_copy or 0)
         text = (f"{device} {dtype} {op}: {_geomean(fractions):.3f}x copy (geomean), worst "
                 f"{worst.fraction_of_copy:.3f}x at cols={worst.cols}")
-        for peer in ("torch", "triton", "numpy"):
-            ratios = [p.ms / mine[p.cols].ms for p in group
-                      if p.provider == peer and p.ms and p.cols in mine]
+        for peer in PEERS:
+            ratios = [p.speedup for p in group if p.provider == peer and p.speedup]
             if ratios:
                 text += f"; {_geomean(ratios):.2f}x {peer} (geomean, min {min(ratios):.2f}x)"
         beyond = sorted((p for p in group if p.speedup_ci and p.speedup_ci[1] < 1),
