@@ -149,6 +149,14 @@ class registry:
     @staticmethod
     def primitives() -> list[dict[str, Any]]: ...
 
+class cpu:
+    """The CPU device's memory (a submodule)."""
+
+    @staticmethod
+    def memory_cached() -> int: ...
+    @staticmethod
+    def empty_cache() -> None: ...
+
 class cuda:
     """CUDA device queries (a submodule)."""
 

@@ -18,7 +18,7 @@ _CUDA_BACKEND = _PACKAGE_DIR / "liboneflite_cuda.so"
 if _CUDA_BACKEND.exists() and _os.environ.get("ONEFLITE_DISABLE_CUDA", "") in ("", "0"):
     _C.load_library(str(_CUDA_BACKEND))
 
-from . import cuda, nn, primitive, registry  # noqa: E402
+from . import cpu, cuda, nn, primitive, registry  # noqa: E402
 from ._C import Tensor, device, dtype  # noqa: E402
 from ._C import get_num_threads, load_library, set_num_threads  # noqa: E402
 from ._tensor import from_dlpack, from_numpy, tensor  # noqa: E402
@@ -80,6 +80,7 @@ __all__ = [
     "Trace",
     "bfloat16",
     "bool",
+    "cpu",
     "cmake_prefix_path",
     "cuda",
     "device",

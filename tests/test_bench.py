@@ -160,6 +160,26 @@ def test_timer_takes_the_calls_in_turns_and_reduces_each_to_its_median(monkeypat
     assert samples["b"] == pytest.approx([30.0, 50.0, 70.0])
 
 
+def test_cpu_rounds_leave_numpy_to_rounds_of_its_own(monkeypatch) -> None:
+    """NumPy's single-threaded calls, tens of milliseconds each, would leave the other cores idle
+    right before whichever provider follows; its repeats come after the others' rounds."""
+    import oneflite.bench as bench
+
+    rounds: list[list[str]] = []
+    timed = bench.Timer.samples
+
+    def samples(self, fns, places=None):
+        rounds.append(list(fns))
+        return timed(self, fns, places)
+
+    monkeypatch.setattr(bench.Timer, "samples", samples)
+    results = bench.Bench("cpu", repeats=2).run("float32", "softmax", 8, 32, seed=0)
+    assert rounds[-1] == ["numpy"] and len(rounds) == 2
+    assert "numpy" not in rounds[0] and rounds[0][:2] == ["oneflite", "copy"]
+    numpy_row = next(r for r in results if r.provider == "numpy")
+    assert numpy_row.ms > 0 and len(numpy_row.speedup_ci) == 2
+
+
 def test_speedup_interval_lies_above_one_when_the_peer_is_clearly_slower() -> None:
     from oneflite.bench import speedup_interval
 

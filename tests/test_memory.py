@@ -53,9 +53,10 @@ ASAN_ALLOCATED_BYTES = _asan_allocated_bytes()
 
 
 def settle() -> int:
-    """Memory in use after a collection: resident memory, or under AddressSanitizer the bytes
-    its allocator has handed out and not had back."""
+    """Memory in use after a collection and oneflite.cpu.empty_cache(): resident memory, or under
+    AddressSanitizer the bytes its allocator has handed out and not had back."""
     gc.collect()
+    oneflite.cpu.empty_cache()  # blocks kept for reuse are memory in use, not returned
     if ASAN_ALLOCATED_BYTES is not None:
         return ASAN_ALLOCATED_BYTES()
     return resident_bytes()
@@ -605,6 +606,75 @@ def test_dlpack_tensor_with_an_impossible_shape_is_rejected(tmp_path, shape):
     )
     assert result.returncode == 0, f"exit status {result.returncode}: {result.stderr[-2000:]}"
     assert result.stdout.startswith("rejected"), result.stdout
+
+
+# ---- CPU blocks kept for reuse ----------------------------------------------------------------
+
+
+def test_a_dropped_cpu_block_of_1_mib_or_more_goes_to_the_next_tensor_of_its_size():
+    values = np.random.default_rng(7).standard_normal((1000, 999))
+    x = make_tensor(values, oneflite.float32, "cpu")
+    oneflite.cpu.empty_cache()
+    y = F.softmax(x, 1)
+    address = y.data_ptr()
+    assert oneflite.cpu.memory_cached() == 0
+    del y
+    gc.collect()
+    assert oneflite.cpu.memory_cached() == _rounded(1000 * 999 * 4)
+    z = F.log_softmax(x, 1)
+    assert z.data_ptr() == address
+    assert oneflite.cpu.memory_cached() == 0
+    assert_close(to_float64(z), log_softmax_ref(values.astype(np.float32), 1), oneflite.float32,
+                 log=True)
+
+
+def test_cpu_blocks_under_1_mib_are_freed_not_kept():
+    oneflite.cpu.empty_cache()
+    y = F.softmax(make_tensor(np.ones((255, 1024)), oneflite.float32, "cpu"), 1)  # 1020 KiB
+    del y
+    gc.collect()
+    assert oneflite.cpu.memory_cached() == 0
+
+
+def test_cpu_empty_cache_frees_the_kept_blocks():
+    x = make_tensor(np.zeros((256, 65536)), oneflite.float32, "cpu")
+    start = settle()
+    y = F.softmax(x, 1)
+    del y
+    gc.collect()
+    assert oneflite.cpu.memory_cached() == 64 * MiB
+    if ASAN_ALLOCATED_BYTES is None:
+        assert resident_bytes() - start >= 48 * MiB  # kept: still resident
+    oneflite.cpu.empty_cache()
+    assert oneflite.cpu.memory_cached() == 0
+    assert settle() - start < 16 * MiB
+
+
+def _minor_faults() -> int:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts Linux page faults")
+def test_repeated_big_cpu_softmax_writes_into_pages_already_mapped():
+    # Between the calls NumPy allocates and frees big temporaries, which moves the C library's
+    # heap about; a 16 MiB output that came from it afresh each call took a page fault on every
+    # 4 KiB it wrote (4096 a call). A kept block is mapped already.
+    x = make_tensor(np.random.default_rng(8).standard_normal((32768, 128)), oneflite.float32,
+                    "cpu")
+    values = x.numpy()
+    faults = []
+    for _ in range(8):
+        shifted = values - values.max(axis=1, keepdims=True)
+        e = np.exp(shifted)
+        e / e.sum(axis=1, keepdims=True)
+        del shifted, e
+        before = _minor_faults()
+        y = F.softmax(x, 1)
+        faults.append(_minor_faults() - before)
+        del y
+    assert max(faults[1:]) < 64, f"page faults a call: {faults}"
 
 
 # ---- CUDA memory -------------------------------------------------------------------------------

@@ -7,11 +7,11 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "ep/cuda_stream.h"
+#include "oneflite/ep/block_cache.h"
 #include "oneflite/ep/device_manager.h"
 
 namespace oneflite::ep {
@@ -22,104 +22,14 @@ std::string VersionString(int version) {
   return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
 }
 
-// Freed blocks of one device, kept for reuse by size. All of oneflite's work on a device is
-// queued on the device's one stream, so a block freed there can go to the next allocation of its
-// size at once: whatever the new owner queues runs after everything queued for the old one.
-// cudaFreeAsync gives the same guarantee, but it queues an operation on the stream, and that costs
-// about 0.6 us of GPU time between two kernels on an H200: 4-10% of a softmax of a few MB
-// (cuda/ep/primitive/NOTES.md, item 31). Handing a block back to the pool is left to eviction,
-// to EmptyCache (oneflite.cuda.empty_cache()) and to a failed allocation.
-//
-// The caller does the CUDA calls: BlockCache only keeps the books, under its lock.
-class BlockCache {
- public:
-  // Sizes are rounded up to this, so that tensors of nearly the same size share blocks.
-  static constexpr size_t kGranule = 512;
-
-  // `limit`: the most bytes kept; a block that does not fit once others are evicted is not kept.
-  explicit BlockCache(size_t limit) : limit_(limit) {}
-
-  static size_t Round(size_t nbytes) { return (nbytes + kGranule - 1) / kGranule * kGranule; }
-
-  // A kept block of `rounded` bytes, now live again, or nullptr.
-  void* Take(size_t rounded) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = kept_.find(rounded);
-    if (it == kept_.end() || it->second.empty()) { return nullptr; }
-    void* ptr = it->second.back();
-    it->second.pop_back();
-    kept_bytes_ -= rounded;
-    live_.emplace(ptr, rounded);
-    allocated_bytes_ += rounded;
-    return ptr;
-  }
-
-  // Records a block the pool has just allocated.
-  void AddLive(void* ptr, size_t rounded) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    live_.emplace(ptr, rounded);
-    allocated_bytes_ += rounded;
-  }
-
-  // Keeps a freed block. Returns the blocks the caller must hand back to the pool: those evicted
-  // to make room (other sizes first), or `ptr` itself when it is not kept.
-  std::vector<void*> Put(void* ptr) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    std::vector<void*> release;
-    auto live = live_.find(ptr);
-    if (live == live_.end()) {  // not from Allocate: nothing to keep
-      release.push_back(ptr);
-      return release;
-    }
-    const size_t rounded = live->second;
-    live_.erase(live);
-    allocated_bytes_ -= rounded;
-    for (auto it = kept_.begin(); kept_bytes_ + rounded > limit_ && it != kept_.end(); ++it) {
-      if (it->first == rounded) { continue; }
-      while (!it->second.empty() && kept_bytes_ + rounded > limit_) {
-        release.push_back(it->second.back());
-        it->second.pop_back();
-        kept_bytes_ -= it->first;
-      }
-    }
-    if (kept_bytes_ + rounded > limit_) {
-      release.push_back(ptr);
-    } else {
-      kept_[rounded].push_back(ptr);
-      kept_bytes_ += rounded;
-    }
-    return release;
-  }
-
-  // Every kept block, no longer kept.
-  std::vector<void*> TakeAll() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    std::vector<void*> all;
-    for (auto& [size, blocks] : kept_) { all.insert(all.end(), blocks.begin(), blocks.end()); }
-    kept_.clear();
-    kept_bytes_ = 0;
-    return all;
-  }
-
-  size_t allocated_bytes() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return allocated_bytes_;
-  }
-  size_t kept_bytes() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return kept_bytes_;
-  }
-
- private:
-  std::mutex mutex_;
-  std::unordered_map<void*, size_t> live_;  // allocated blocks and their rounded sizes
-  std::unordered_map<size_t, std::vector<void*>> kept_;
-  size_t allocated_bytes_ = 0;
-  size_t kept_bytes_ = 0;
-  const size_t limit_;
-};
-
-// The most a device's BlockCache keeps: an eighth of the device's memory.
+// Each device's freed blocks are kept for reuse by size (BlockCache). All of oneflite's work on a
+// device is queued on the device's one stream, so a block freed there can go to the next
+// allocation of its size at once: whatever the new owner queues runs after everything queued for
+// the old one. cudaFreeAsync gives the same guarantee, but it queues an operation on the stream,
+// and that costs about 0.6 us of GPU time between two kernels on an H200: 4-10% of a softmax of a
+// few MB (cuda/ep/primitive/NOTES.md, item 31). Handing a block back to the pool is left to
+// eviction, to EmptyCache (oneflite.cuda.empty_cache()) and to a failed allocation. The most a
+// device's BlockCache keeps: an eighth of the device's memory.
 constexpr size_t kCacheFraction = 8;
 
 class CudaDeviceManager final : public DeviceManager {

@@ -1,4 +1,5 @@
-// oneflite._C.cuda (device queries) and the stream hooks DLPack needs.
+// oneflite._C.cuda (device queries), oneflite._C.cpu (its memory cache) and the stream hooks
+// DLPack needs.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -59,6 +60,11 @@ void BindDevices(py::module_& m) {
         cuda_manager(device, "empty_cache")->EmptyCache(device.index);
       },
       py::arg("device"));
+
+  py::module_ cpu = m.def_submodule("cpu", "The CPU device's memory.");
+  auto cpu_manager = [] { return ep::GetDeviceManager(Device{DeviceType::kCPU, 0}); };
+  cpu.def("memory_cached", [cpu_manager] { return cpu_manager()->CachedBytes(0); });
+  cpu.def("empty_cache", [cpu_manager] { cpu_manager()->EmptyCache(0); });
 
   m.def("_device_backends", [] {
     py::dict out;

@@ -36,9 +36,10 @@ class DeviceManager {
   virtual void* Allocate(int index, size_t nbytes) = 0;
   virtual void Free(int index, void* ptr) = 0;
 
-  // For a manager that keeps freed blocks for reuse (CUDA): the bytes of device `index` in live
-  // allocations, the bytes kept, and a way to hand the kept ones back to the device's allocator.
-  // A manager that keeps nothing reports 0 for both.
+  // For a manager that keeps freed blocks for reuse (BlockCache): the bytes of device `index` in
+  // live allocations (CUDA counts them; the CPU, which keeps only blocks of 1 MiB and more, does
+  // not), the bytes kept, and a way to hand the kept ones back to the device's allocator. A
+  // manager that keeps nothing reports 0 for both.
   virtual size_t AllocatedBytes(int index) { return 0; }
   virtual size_t CachedBytes(int index) { return 0; }
   virtual void EmptyCache(int index) {}
