@@ -474,6 +474,56 @@ def test_float_rows_of_512_columns_take_128_threads_where_dram_is_narrow(cols, k
             assert "warp: " in plan, plan
 
 
+@pytest.mark.parametrize("kind", list(OPS))
+@pytest.mark.parametrize(
+    ("cols", "narrow_shape"),
+    [
+        (1024, None),  # 256 packs: 128 x 2
+        (1025, "cols_per_thread=8 block=192 "),  # 257 packs (258 off a boundary)
+        (1275, "cols_per_thread=8 block=192 "),  # 319
+        (1276, "cols_per_thread=8 block=256 "),  # 320: 5/8 of 256 x 2
+        (1536, "cols_per_thread=8 block=256 "),
+        (1792, "cols_per_thread=8 block=256 "),  # 448: 7/8
+        (1796, None),  # 449: 128 x 4
+    ],
+)
+def test_float_rows_of_257_to_448_packs_take_2_packs_a_thread_where_dram_is_narrow(
+    cols, narrow_shape, kind
+):
+    # float rows of 257-448 window packs take block_registers' 192 threads of 2 packs (257-319)
+    # or 256 of 2 (320-448) where the DRAM is narrow for the SMs (an H100), once there are 512
+    # rows an SM (kNarrowDramFloatPairsMinRowsPerSm); fewer rows, wider DRAM and the rows past
+    # the range keep kFloatShapes' 128 x 2, 128 x 3 or 128 x 4. Rows one element off a 16-byte
+    # boundary take the same rule by their window.
+    many = 512 * _sm_count()
+    narrow = _dram_gbps_per_sm() < 30
+    for rows, offset, plan in _many_rows(kind, oneflite.float32, cols, many):
+        if offset != 0:
+            continue
+        if narrow and narrow_shape is not None and rows == many:
+            assert f"block_registers: pack=4 {narrow_shape}ragged " in plan, plan
+        else:
+            assert "block=128 " in plan, plan
+
+
+@pytest.mark.parametrize("kind", list(OPS))
+@pytest.mark.parametrize("cols", [15360, 15872, 16384])
+def test_float_rows_of_3968_to_4096_packs_take_1024_threads_where_dram_is_narrow(cols, kind):
+    # float rows of 3968-4096 window packs take block_registers' 1024 threads of 4 packs rather
+    # than 512 of 8 where the DRAM is narrow for the SMs (an H100), from 16 rows an SM
+    # (kNarrowDramFloat1024x4LeastPacks); fewer rows, wider DRAM and rows of 3840 packs (15360
+    # columns) keep 512 x 8.
+    many = 16 * _sm_count()
+    takes_1024 = _dram_gbps_per_sm() < 30 and cols >= 15872
+    for rows, offset, plan in _many_rows(kind, oneflite.float32, cols, many):
+        if offset != 0:
+            continue
+        if takes_1024 and rows == many:
+            assert "block_registers: pack=4 cols_per_thread=16 block=1024 ragged " in plan, plan
+        else:
+            assert "block_registers: pack=4 cols_per_thread=32 block=512 " in plan, plan
+
+
 @pytest.mark.parametrize(
     "dtype, cols, kind, tail",
     [

@@ -748,9 +748,42 @@ constexpr int64_t kFloat128x1MinRowsPerSm = 512;
 constexpr int64_t kNarrowDramFloat512x2LeastPacks = 704;
 constexpr int64_t kNarrowDramFloat512x2MinWaves = 48;
 
+// float rows of 257-448 window packs (1025-1792 aligned columns) on more threads of fewer packs
+// where the DRAM is narrow, once there are 512 rows an SM: 192 x 2 for 257-319 packs (instead of
+// 128 x 3) and 256 x 2 from 320, 5/8 of it full, to 448, 7/8 (instead of 128 x 3 or 128 x 4).
+// Measured on an H100 (tools/softmax_lab.cu, 98304 rows, registers=192x2 and registers=256x2
+// against the plan, two rounds, fractions of copy, softmax / log_softmax): 192 x 2 at 1025
+// columns 0.988-0.989 -> 0.998 / 0.987-0.989 -> 0.996-0.997, 1100 0.992-0.994 -> 0.997-0.998 /
+// 0.992-0.993 -> 0.997-0.998, 1201 0.989-0.990 -> 0.994-0.995 / 0.990 -> 0.992, 1300 0.990-0.991
+// -> 0.991-0.993 / 0.991 -> 0.993, level from 1400 (350 packs); 256 x 2 at 1300 0.991 -> 1.002 /
+// 0.989 -> 1.003, 1350 0.988 -> 0.999 / 0.987 -> 1.000, 1400 0.991-0.992 -> 0.998-1.000 /
+// 0.990-0.991 -> 0.997, 1500 0.989-0.991 -> 0.994-0.995 / 0.989-0.991 -> 0.993-0.994, 1536
+// 0.996 -> 0.998-0.999 / 0.996-0.997 -> 0.999 (Triton's kernel, the same shape, 0.999), 1600
+// 0.994 -> 0.997 / 0.994 -> 0.996, 1800 0.988 -> 0.990 / 0.987 -> 0.989, and behind from 2000
+// (500 packs: 0.991 -> 0.988); at 1025 it lost (0.987 -> 0.930: half its threads' second pack
+// empty). Both need many rows (softmax): 32768 rows level (1025 0.985 -> 0.984, 1400 0.996 ->
+// 0.997), 16384 behind (1025 0.977 -> 0.973, 1400 1.003 -> 0.996), 4096 2-3% behind. On an H200
+// they were not measured; wider DRAM keeps 128 x 3 and 128 x 4. (NOTES.md, item 72.)
+constexpr int64_t kNarrowDramFloat256x2LeastPacks = 320;
+constexpr int64_t kNarrowDramFloatPairsMostPacks = 448;
+constexpr int64_t kNarrowDramFloatPairsMinRowsPerSm = 512;
+
+// float rows of 3968-4096 window packs (15872-16384 aligned columns) on 1024 x 4 instead of 512
+// x 8 where the DRAM is narrow, from 16 rows an SM. Measured on an H100 (tools/softmax_lab.cu,
+// 2^27 / cols rows, registers=1024x4 against the plan, fractions of copy, softmax / log_softmax):
+// 16384 columns 0.990-0.992 -> 1.005-1.007 / 0.992-0.993 -> 1.004-1.005 (Triton's kernel, 512
+// threads of 32 values, 0.991), 16000 0.991-0.992 -> 0.999-1.000 / 0.991 -> 0.996-0.997, 15872
+// 0.983 -> 0.991 / 0.983 -> 0.986; behind at 15360 (3840 packs: 0.982 -> 0.978 / 0.983 -> 0.973),
+// 14336 (0.982 -> 0.958) and 12345 (0.984 -> 0.903). With fewer rows of 16384 columns: 4096
+// rows 0.988 -> 0.992, 2048 level (0.981-0.983 -> 0.983-0.984). On an H200 it lost (16384:
+// 0.973 -> 0.830, item 52). (NOTES.md, item 72.)
+constexpr int64_t kNarrowDramFloat1024x4LeastPacks = 3968;
+constexpr int64_t kNarrowDramFloat1024x4MinRowsPerSm = 16;
+
 // Fills `plan` for block_registers with `block` threads of `packs` packs each, or (block = 0)
 // with the shape whose range takes the window (kFloatShapes, k16BitShapes), or the one a rule
-// above gives it (16-bit rows of 120-128 or 1792-2048 packs, float 512 x 2 and 128 x 1). False
+// above gives it (16-bit rows of 120-128 or 1792-2048 packs, float 512 x 2, 128 x 1, 192 x 2,
+// 256 x 2 and 1024 x 4). False
 // when no shape takes the row, the shape does not hold it, or a thread would hold more than 32
 // values (1024 threads have 64 registers each).
 //
@@ -808,6 +841,16 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
           rows >= kFloat128x1MinRowsPerSm * info.sm_count) {
         block = 128;
         packs = 1;
+      }
+      if (narrow_dram && window > 256 && window <= kNarrowDramFloatPairsMostPacks &&
+          rows >= kNarrowDramFloatPairsMinRowsPerSm * info.sm_count) {
+        block = window < kNarrowDramFloat256x2LeastPacks ? 192 : 256;
+        packs = 2;
+      }
+      if (narrow_dram && window >= kNarrowDramFloat1024x4LeastPacks && window <= 4096 &&
+          rows >= kNarrowDramFloat1024x4MinRowsPerSm * info.sm_count) {
+        block = 1024;
+        packs = 4;
       }
     }
     if (block == 0) { return false; }
@@ -898,18 +941,26 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
   if constexpr (kIs16Bit<T>) {
     consider(std::integral_constant<int, 64>{}, std::integral_constant<int, 2>{});
   }
+  if constexpr (std::is_same_v<T, float>) {
+    consider(std::integral_constant<int, 192>{}, std::integral_constant<int, 2>{});
+    consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 4>{});
+  }
 #ifdef ONEFLITE_SOFTMAX_LAB
   consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 1>{});
   consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 1>{});
   consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 2>{});
-  consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 4>{});
+  if constexpr (!std::is_same_v<T, float>) {
+    consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 4>{});
+  }
   consider(std::integral_constant<int, 64>{}, std::integral_constant<int, 3>{});
   consider(std::integral_constant<int, 64>{}, std::integral_constant<int, 6>{});
   consider(std::integral_constant<int, 256>{}, std::integral_constant<int, 8>{});
   consider(std::integral_constant<int, 96>{}, std::integral_constant<int, 2>{});
   consider(std::integral_constant<int, 96>{}, std::integral_constant<int, 4>{});
   consider(std::integral_constant<int, 192>{}, std::integral_constant<int, 1>{});
-  consider(std::integral_constant<int, 192>{}, std::integral_constant<int, 2>{});
+  if constexpr (!std::is_same_v<T, float>) {
+    consider(std::integral_constant<int, 192>{}, std::integral_constant<int, 2>{});
+  }
   consider(std::integral_constant<int, 384>{}, std::integral_constant<int, 1>{});
   if constexpr (!kIs16Bit<T>) {
     consider(std::integral_constant<int, 64>{}, std::integral_constant<int, 2>{});
