@@ -480,8 +480,8 @@ def test_float_rows_of_512_columns_take_128_threads_where_dram_is_narrow(cols, k
     [
         (1024, None),  # 256 packs: 128 x 2
         (1025, "cols_per_thread=8 block=192 "),  # 257 packs (258 off a boundary)
-        (1275, "cols_per_thread=8 block=192 "),  # 319
-        (1276, "cols_per_thread=8 block=256 "),  # 320: 5/8 of 256 x 2
+        (1276, "cols_per_thread=8 block=192 "),  # 319
+        (1280, "cols_per_thread=8 block=256 "),  # 320: 5/8 of 256 x 2
         (1536, "cols_per_thread=8 block=256 "),
         (1792, "cols_per_thread=8 block=256 "),  # 448: 7/8
         (1796, None),  # 449: 128 x 4
