@@ -38,8 +38,9 @@ replacement, the same rounds for both providers, and the ratio of their medians 
 taken again for each draw. Pairing by round is right because both calls of a round share its
 placement in memory and the machine's state at that moment, so what slows one slows the other and
 only the noise of the ratio remains (NumPy's rounds are not oneflite's: there the pairs are
-independent draws, which the same resampling treats correctly). The interval covers this run on this machine, not the spread
-between runs or between machines; a peer is ahead beyond noise where the whole interval is below 1.
+independent draws, which the same resampling treats correctly). The interval covers this run on
+this machine, not the spread between runs or between machines; a peer is ahead beyond noise where
+the whole interval is below 1.
 
 Examples::
 
