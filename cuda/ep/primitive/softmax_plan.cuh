@@ -783,9 +783,8 @@ constexpr int64_t kNarrowDramFloat1024x4MinRowsPerSm = 16;
 // Fills `plan` for block_registers with `block` threads of `packs` packs each, or (block = 0)
 // with the shape whose range takes the window (kFloatShapes, k16BitShapes), or the one a rule
 // above gives it (16-bit rows of 120-128 or 1792-2048 packs, float 512 x 2, 128 x 1, 192 x 2,
-// 256 x 2 and 1024 x 4). False
-// when no shape takes the row, the shape does not hold it, or a thread would hold more than 32
-// values (1024 threads have 64 registers each).
+// 256 x 2 and 1024 x 4). False when no shape takes the row, the shape does not hold it, or a
+// thread would hold more than 32 values (1024 threads have 64 registers each).
 //
 // The 16-bit shapes of 16 values a thread, in 32 registers, let 2048 threads share an SM:
 // 256 x 2 packs at 4096 cols 0.968-0.969x copy (block_smem 0.917-0.923) and 512 x 2 at 8192

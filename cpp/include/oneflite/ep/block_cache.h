@@ -40,15 +40,15 @@ class BlockCache {
     return ptr;
   }
 
-  // Records a block the pool has just allocated.
+  // Records a block the device's allocator has just handed out.
   void AddLive(void* ptr, size_t rounded) {
     std::lock_guard<std::mutex> lock(mutex_);
     live_.emplace(ptr, rounded);
     allocated_bytes_ += rounded;
   }
 
-  // Keeps a freed block. Returns the blocks the caller must hand back to the pool: those evicted
-  // to make room (other sizes first), or `ptr` itself when it is not kept.
+  // Keeps a freed block. Returns the blocks the caller must free: those evicted to make room
+  // (other sizes first), or `ptr` itself when it is not kept (or was never recorded live).
   std::vector<void*> Put(void* ptr) {
     std::lock_guard<std::mutex> lock(mutex_);
     std::vector<void*> release;

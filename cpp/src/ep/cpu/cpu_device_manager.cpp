@@ -2,7 +2,6 @@
 // reuse (BlockCache), and a synchronous stream.
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
