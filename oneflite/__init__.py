@@ -19,8 +19,14 @@ if _CUDA_BACKEND.exists() and _os.environ.get("ONEFLITE_DISABLE_CUDA", "") in ("
     _C.load_library(str(_CUDA_BACKEND))
 
 from . import cpu, cuda, nn, primitive, registry  # noqa: E402
-from ._C import Tensor, device, dtype  # noqa: E402
-from ._C import get_num_threads, load_library, set_num_threads  # noqa: E402
+from ._C import (  # noqa: E402
+    Tensor,
+    device,
+    dtype,
+    get_num_threads,
+    load_library,
+    set_num_threads,
+)
 from ._tensor import from_dlpack, from_numpy, tensor  # noqa: E402
 from ._trace import Trace, trace  # noqa: E402
 from .nn.functional import log_softmax, softmax  # noqa: E402
@@ -31,9 +37,9 @@ float32 = dtype.float32
 float64 = dtype.float64
 int32 = dtype.int32
 int64 = dtype.int64
-bool = dtype.bool  # noqa: A001 - mirrors the dtype's name, as numpy and torch do
+bool = dtype.bool  # mirrors the dtype's name, as numpy and torch do
 half = float16
-float = float32  # noqa: A001
+float = float32
 double = float64
 
 primitive._apply_environment()
@@ -62,7 +68,7 @@ def _load_entry_point_backends() -> None:
             loaded = entry.load()
             if callable(loaded):
                 loaded()
-        except Exception as error:  # noqa: BLE001 - any failure of a plugin is reported
+        except Exception as error:  # any failure of a plugin is reported
             warnings.warn(f"oneflite: backend entry point {entry.name!r} ({entry.value}) failed "
                           f"to load: {error!r}", RuntimeWarning, stacklevel=2)
 
@@ -80,8 +86,8 @@ __all__ = [
     "Trace",
     "bfloat16",
     "bool",
-    "cpu",
     "cmake_prefix_path",
+    "cpu",
     "cuda",
     "device",
     "double",

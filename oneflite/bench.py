@@ -66,7 +66,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 import numpy as np
 
@@ -107,7 +107,7 @@ def _import_torch() -> Any:
     return torch
 
 
-def _triton_softmax() -> Optional[Callable[[Any], Any]]:
+def _triton_softmax() -> Callable[[Any], Any] | None:
     """The Triton tutorial's design: one program per row, the row in one power-of-two block."""
     try:
         import torch
@@ -216,13 +216,13 @@ class Timer:
     warmup: int = 3
     repeats: int = 20
     statistic: str = "median"
-    flush: Optional[Callable[[], Any]] = None  # queued before each timed call (GPU)
+    flush: Callable[[], Any] | None = None  # queued before each timed call (GPU)
 
     def __call__(self, fn: Callable[[], Any]) -> float:
         return self.interleaved({"": fn})[""]
 
     def interleaved(self, fns: dict[str, Callable[[], Any]],
-                    places: Optional[Placements] = None) -> dict[str, float]:
+                    places: Placements | None = None) -> dict[str, float]:
         """Each call's times (``samples``) reduced to the timer's statistic."""
         return {name: self.summary(t) for name, t in self.samples(fns, places).items()}
 
@@ -323,9 +323,9 @@ class Result:
     rows: int
     cols: int
     provider: str
-    ms: Optional[float]
-    gbps: Optional[float]
-    fraction_of_copy: Optional[float] = None
+    ms: float | None
+    gbps: float | None
+    fraction_of_copy: float | None = None
     note: str = ""
     speedup: float | None = None
     speedup_ci: list[float] | None = None
@@ -339,7 +339,7 @@ def _reference(x64: np.ndarray, op: str) -> np.ndarray:
     return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
 
 
-def _check(name: str, got: np.ndarray, want: np.ndarray, dtype: str) -> Optional[str]:
+def _check(name: str, got: np.ndarray, want: np.ndarray, dtype: str) -> str | None:
     atol, rtol = TOLERANCE[dtype]
     bad = ~np.isclose(got, want, atol=atol, rtol=rtol)
     if bad.any():
@@ -355,7 +355,7 @@ class Bench:
                  placements: int = GPU_PLACEMENTS) -> None:
         self.device = device
         self.placements = placements if device == "cuda" else 1
-        self.last_placements: Optional[Placements] = None  # the last shape's, for inspection
+        self.last_placements: Placements | None = None  # the last shape's, for inspection
         self.torch = _import_torch()
         self.timer = Timer(device, self.torch, repeats=repeats, statistic=statistic)
         self.triton = _triton_softmax() if device == "cuda" else None
@@ -680,7 +680,7 @@ def environment() -> dict[str, Any]:
     return info
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m oneflite.bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", choices=["cpu", "cuda", "all"], default="all")

@@ -27,7 +27,7 @@ import contextlib
 import inspect
 import os
 from collections.abc import Iterator, Sequence
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 from . import _C
 from ._C import device as _device
@@ -62,11 +62,11 @@ def _check_signature(fn: Callable[..., Any]) -> None:
 
 def register(
     kind: str,
-    fn: Optional[Callable[[_C.Tensor, _C.Tensor], None]] = None,
+    fn: Callable[[_C.Tensor, _C.Tensor], None] | None = None,
     *,
     device: str | _device = "cpu",
     dtypes: Sequence[_dtype] = _FLOATS,
-    name: Optional[str] = None,
+    name: str | None = None,
     priority: int = DEFAULT_PRIORITY,
 ) -> Any:
     """Register a Python function as a backend of a primitive kind.
@@ -117,13 +117,13 @@ def unregister(kind: str, name: str, device: str | _device = "cpu") -> None:
                              name)
 
 
-def backends(kind: Optional[str] = None) -> list[dict[str, Any]]:
+def backends(kind: str | None = None) -> list[dict[str, Any]]:
     """Registered backends (optionally of one kind), highest priority first."""
     return [p for p in _C.registry.primitives() if kind is None or p["kind"] == kind]
 
 
 @contextlib.contextmanager
-def use(kind: str, name: Optional[str]) -> Iterator[None]:
+def use(kind: str, name: str | None) -> Iterator[None]:
     """Force backend ``name`` for ``kind`` inside the block (None: back to priorities).
 
     A forced backend that cannot serve a call's (device, dtype) makes the call raise

@@ -10,9 +10,9 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from conftest import run_python
 
 import oneflite
-from conftest import run_python
 
 
 def test_quick_cpu_benchmark_writes_a_checked_table_and_json(tmp_path: Path) -> None:
@@ -98,7 +98,7 @@ def test_gpu_timer_flushes_l2_before_every_timed_call_and_not_inside_it() -> Non
         def synchronize(self) -> None:
             pass
 
-        def elapsed_time(self, end: "Event") -> float:
+        def elapsed_time(self, end: Event) -> float:
             return 1.0
 
     fake_torch = SimpleNamespace(cuda=SimpleNamespace(Event=Event))
@@ -300,7 +300,7 @@ def test_gpu_rounds_take_turns_over_placements_and_share_each_one() -> None:
         def synchronize(self) -> None:
             pass
 
-        def elapsed_time(self, end: "Event") -> float:
+        def elapsed_time(self, end: Event) -> float:
             return 1.0
 
     places = Placements([Input(x, None) for x in ("x0", "x1", "x2")])

@@ -8,14 +8,13 @@ from __future__ import annotations
 import gc
 import itertools
 
+import ml_dtypes  # a test dependency (the "test" extra); required, never skipped
 import numpy as np
 import pytest
 from conftest import ALL_DTYPES, FLOAT_DTYPES, dtype_id, make_tensor, to_float64
 from reference import log_softmax_ref, softmax_ref
 
 import oneflite
-
-import ml_dtypes  # a test dependency (the "test" extra); required, never skipped
 
 NUMPY_DTYPE = {
     oneflite.float16: np.dtype(np.float16),

@@ -96,13 +96,13 @@ namespace {
 using namespace oneflite::ep;
 using namespace oneflite::ep::primitive::cuda_softmax;
 
-#define LAB_CHECK(expr)                                                               \
-  do {                                                                                \
-    const cudaError_t status = (expr);                                                \
-    if (status != cudaSuccess) {                                                      \
-      std::fprintf(stderr, "%s: %s\n", #expr, cudaGetErrorString(status));           \
-      std::exit(1);                                                                   \
-    }                                                                                 \
+#define LAB_CHECK(expr)                                                    \
+  do {                                                                     \
+    const cudaError_t status = (expr);                                     \
+    if (status != cudaSuccess) {                                           \
+      std::fprintf(stderr, "%s: %s\n", #expr, cudaGetErrorString(status)); \
+      std::exit(1);                                                        \
+    }                                                                      \
   } while (0)
 
 // -DLAB_DTYPE=1 (half), 2 (bfloat16), 3 (float) or 4 (double) builds a binary for one dtype;
@@ -113,8 +113,8 @@ using namespace oneflite::ep::primitive::cuda_softmax;
 #define LAB_HAS(code) 1
 #endif
 
-const std::vector<int64_t> kSweep = {32,   64,   100,  128,  256,   512,   768,
-                                     1000, 1024, 1025, 1536, 2048,  3072,  4096,
+const std::vector<int64_t> kSweep = {32,   64,   100,   128,   256,   512,  768,
+                                     1000, 1024, 1025,  1536,  2048,  3072, 4096,
                                      5000, 8192, 12345, 16384, 32768, 65536};
 
 struct Options {
@@ -211,14 +211,13 @@ const void* UseBlockKernel(const Options& options, const CudaDeviceInfo& info, P
   auto try_size = [&](auto block_tag) {
     constexpr int kBlock = decltype(block_tag)::value;
     if (kBlock != plan.block) { return; }
-    const void* kernel =
-        options.algo == Algorithm::kSoftmax
-            ? reinterpret_cast<const void*>(&BlockSoftmaxKernel<T, Algorithm::kSoftmax, kBlock,
-                                                                kAsyncCopy, kOnlineNormalizer,
-                                                                Cache>)
-            : reinterpret_cast<const void*>(&BlockSoftmaxKernel<T, Algorithm::kLogSoftmax, kBlock,
-                                                                kAsyncCopy, kOnlineNormalizer,
-                                                                Cache>);
+    const void* kernel = options.algo == Algorithm::kSoftmax
+                             ? reinterpret_cast<const void*>(
+                                   &BlockSoftmaxKernel<T, Algorithm::kSoftmax, kBlock, kAsyncCopy,
+                                                       kOnlineNormalizer, Cache>)
+                             : reinterpret_cast<const void*>(
+                                   &BlockSoftmaxKernel<T, Algorithm::kLogSoftmax, kBlock,
+                                                       kAsyncCopy, kOnlineNormalizer, Cache>);
     MaxDynamicSmem(kernel, info);  // raises this kernel's limit too
     plan.launch =
         options.algo == Algorithm::kSoftmax
@@ -315,8 +314,8 @@ const void* WarpKernel(const Options& options, const Plan& plan) {
                            &WarpSoftmaxKernel<T, Algorithm::kSoftmax, Shape::width, Shape::packs,
                                               kRagged, Shape::bytes, Shape::rows>)
                      : reinterpret_cast<const void*>(
-                           &WarpSoftmaxKernel<T, Algorithm::kLogSoftmax, Shape::width,
-                                              Shape::packs, kRagged, Shape::bytes, Shape::rows>);
+                           &WarpSoftmaxKernel<T, Algorithm::kLogSoftmax, Shape::width, Shape::packs,
+                                              kRagged, Shape::bytes, Shape::rows>);
       };
       pick(std::false_type{});
       pick(std::true_type{});
@@ -352,8 +351,7 @@ const void* RegistersKernel(const Options& options, const Plan& plan, int64_t co
           [&](auto fallback_tag) {
             constexpr StoreFallback kFallback = decltype(fallback_tag)::value;
             found = reinterpret_cast<const void*>(
-                BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, false, false,
-                                           kFallback>);
+                BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, false, false, kFallback>);
           });
     }
   };
@@ -382,12 +380,11 @@ void UnholdMaxL1(const Options& options, const CudaDeviceInfo& info, int64_t row
   if (!plan.max_l1) { return; }
   constexpr int P = PackSize<T>::value;
   // Planned for one row, too few to hold; then the grid for all of them.
-  const bool ok =
-      options.algo == Algorithm::kSoftmax
-          ? PlanBlockRegisters<T, Algorithm::kSoftmax>(info, 1, cols, true, plan.block,
-                                                       plan.cols_per_thread / P, plan)
-          : PlanBlockRegisters<T, Algorithm::kLogSoftmax>(info, 1, cols, true, plan.block,
-                                                          plan.cols_per_thread / P, plan);
+  const bool ok = options.algo == Algorithm::kSoftmax
+                      ? PlanBlockRegisters<T, Algorithm::kSoftmax>(info, 1, cols, true, plan.block,
+                                                                   plan.cols_per_thread / P, plan)
+                      : PlanBlockRegisters<T, Algorithm::kLogSoftmax>(
+                            info, 1, cols, true, plan.block, plan.cols_per_thread / P, plan);
   if (!ok || plan.max_l1) {
     std::fprintf(stderr, "softmax_lab: could not undo the carve-out hold\n");
     std::exit(1);
@@ -403,8 +400,7 @@ size_t LabHoldSmem(const void* kernel, const CudaDeviceInfo& info, int block_siz
   cudaFuncAttributes attributes{};
   LAB_CHECK(cudaFuncGetAttributes(&attributes, kernel));
   int reserved = 0;
-  LAB_CHECK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock,
-                                   info.index));
+  LAB_CHECK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, info.index));
   const int carve = carve_kib * 1024;
   const int allocated = (carve / blocks - reserved) / 128 * 128;  // static + dynamic, rounded
   const int dynamic = allocated - static_cast<int>(attributes.sharedSizeBytes);
@@ -425,8 +421,7 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
   const bool allow_registers = variant != "path=block" && variant.rfind("block=", 0) != 0;
   Plan plan = options.algo == Algorithm::kSoftmax
                   ? PlanSoftmax<T, Algorithm::kSoftmax>(info, rows, cols, true, allow_registers)
-                  : PlanSoftmax<T, Algorithm::kLogSoftmax>(info, rows, cols, true,
-                                                           allow_registers);
+                  : PlanSoftmax<T, Algorithm::kLogSoftmax>(info, rows, cols, true, allow_registers);
   const int64_t resident = ResidentBlocks(info, plan.active_per_sm);
   if (variant == "grid=tiles") {
     plan.persistent = false;
@@ -558,8 +553,7 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
     if (!found) { SkipVariant(variant, cols, plan); }
   } else if (variant.rfind("tile=", 0) == 0) {
     int width = 0, words = 0, tiles = 1, min_blocks = 0;
-    if (std::sscanf(variant.c_str(), "tile=%dx%dx%dx%d", &width, &words, &tiles, &min_blocks) <
-        2) {
+    if (std::sscanf(variant.c_str(), "tile=%dx%dx%dx%d", &width, &words, &tiles, &min_blocks) < 2) {
       std::fprintf(stderr, "softmax_lab: bad variant %s\n", variant.c_str());
       std::exit(2);
     }
@@ -571,8 +565,8 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
         // The kernel needs rows of whole words and tiles of whole 16-byte packs.
         const int64_t row_words = cols / kPerWord;
         if (Shape::width != width || Shape::words != words || Shape::tiles != tiles ||
-            Shape::min_blocks != min_blocks ||
-            cols % kPerWord != 0 || int64_t{Shape::width} * Shape::words < row_words ||
+            Shape::min_blocks != min_blocks || cols % kPerWord != 0 ||
+            int64_t{Shape::width} * Shape::words < row_words ||
             kTileRows<Shape::width> * row_words % 4 != 0) {
           return;
         }
@@ -628,8 +622,8 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
         options.algo == Algorithm::kSoftmax
             ? PlanBlockRegisters<T, Algorithm::kSoftmax>(info, rows, cols, true, plan.block,
                                                          plan.cols_per_thread / P, regs, kernel)
-            : PlanBlockRegisters<T, Algorithm::kLogSoftmax>(
-                  info, rows, cols, true, plan.block, plan.cols_per_thread / P, regs, kernel);
+            : PlanBlockRegisters<T, Algorithm::kLogSoftmax>(info, rows, cols, true, plan.block,
+                                                            plan.cols_per_thread / P, regs, kernel);
     if (ok) { plan = regs; }
   } else if (variant.rfind("wocc=", 0) == 0) {
     // The planned warp rung held to N blocks an SM in a carve-out of C KiB (as occ=NxC).
@@ -765,8 +759,9 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
               cudaStream_t stream) {
   const L2Flush flush(info);
   for (const int64_t cols : options.cols) {
-    const int64_t rows =
-        options.rows > 0 ? options.rows : cols <= 2048 ? 98304 : (int64_t{1} << 27) / cols;
+    const int64_t rows = options.rows > 0 ? options.rows
+                         : cols <= 2048   ? 98304
+                                          : (int64_t{1} << 27) / cols;
     const int64_t n = rows * cols;
     // Uniform in [-8, 8) from a hash of the index: cheap enough for 100M elements.
     std::vector<T> host_x(n);
@@ -792,11 +787,10 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
     });
     for (const std::string& variant : options.variants) {
       const bool triton_variant = variant == "triton";
-      const Plan plan = VariantPlan<T>(options, triton_variant ? "default" : variant, info, rows,
-                                       cols);
+      const Plan plan =
+          VariantPlan<T>(options, triton_variant ? "default" : variant, info, rows, cols);
       if (plan.launch == nullptr) { continue; }  // a warp=WxN rung that does not fit the row
-      const TritonKernel triton = triton_variant ? LoadTriton(options, name, cols)
-                                                 : TritonKernel{};
+      const TritonKernel triton = triton_variant ? LoadTriton(options, name, cols) : TritonKernel{};
       // NaN: a row the kernel skipped cannot pass
       LAB_CHECK(cudaMemset(y_block, 0xff, y_block_bytes));
       const float ms = MedianMs(stream, flush, options.reps, [&] {
@@ -821,8 +815,8 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
           if (s == 0) { LAB_CHECK(cudaMemcpy(host_y.data(), y, bytes, cudaMemcpyDeviceToHost)); }
           out += row * cols;
         } else {
-          LAB_CHECK(cudaMemcpy(host_y.data(), y + row * cols, cols * sizeof(T),
-                               cudaMemcpyDeviceToHost));
+          LAB_CHECK(
+              cudaMemcpy(host_y.data(), y + row * cols, cols * sizeof(T), cudaMemcpyDeviceToHost));
         }
         const T* in = host_x.data() + row * cols;
         double max = -INFINITY, sum = 0;
@@ -847,13 +841,11 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
       }
       const double gbps = 2.0 * bytes / (ms * 1e6), copy_gbps = 2.0 * bytes / (copy_ms * 1e6);
       std::printf("%-8s %-11s %-8s %6lld %6lld  %-90s %7.1f %7.1f %6.3f %.2e\n", name,
-                  options.algo == Algorithm::kSoftmax ? "softmax" : "log_softmax",
-                  variant.c_str(), static_cast<long long>(cols),
-                  static_cast<long long>(rows),
+                  options.algo == Algorithm::kSoftmax ? "softmax" : "log_softmax", variant.c_str(),
+                  static_cast<long long>(cols), static_cast<long long>(rows),
                   triton_variant ? ("triton: threads=" + std::to_string(triton.threads)).c_str()
                                  : ToString(plan).c_str(),
-                  copy_gbps, gbps,
-                  gbps / copy_gbps, max_error);
+                  copy_gbps, gbps, gbps / copy_gbps, max_error);
       std::fflush(stdout);
     }
     LAB_CHECK(cudaFree(x));

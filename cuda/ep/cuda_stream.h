@@ -8,15 +8,15 @@
 #include "oneflite/ep/stream.h"
 
 // Throws oneflite::RuntimeError carrying CUDA's own error string and the failing call.
-#define ONEFLITE_CUDA_CHECK(expr)                                                      \
-  do {                                                                                 \
-    const cudaError_t oneflite_cuda_status = (expr);                                   \
-    if (oneflite_cuda_status != cudaSuccess) {                                         \
-      ONEFLITE_THROW(::oneflite::RuntimeError, "CUDA error: ",                         \
-                     cudaGetErrorString(oneflite_cuda_status), " (",                   \
-                     cudaGetErrorName(oneflite_cuda_status), ") in `" #expr "` at ",   \
-                     __FILE__, ":", __LINE__);                                         \
-    }                                                                                  \
+#define ONEFLITE_CUDA_CHECK(expr)                                                              \
+  do {                                                                                         \
+    const cudaError_t oneflite_cuda_status = (expr);                                           \
+    if (oneflite_cuda_status != cudaSuccess) {                                                 \
+      ONEFLITE_THROW(::oneflite::RuntimeError,                                                 \
+                     "CUDA error: ", cudaGetErrorString(oneflite_cuda_status), " (",           \
+                     cudaGetErrorName(oneflite_cuda_status), ") in `" #expr "` at ", __FILE__, \
+                     ":", __LINE__);                                                           \
+    }                                                                                          \
   } while (0)
 
 // After a kernel launch: catches bad launch configurations without synchronizing.

@@ -107,7 +107,8 @@ void CheckConversions(int lanes, Widen widen, Narrow narrow, const char* type) {
   for (uint32_t i = 0; i < 65536; i += lanes) { widen(&in[i], &out[i]); }
   for (uint32_t i = 0; i < 65536; ++i) {
     const float want = static_cast<float>(in[i]);
-    const bool nan = kHalf ? IsHalfNaN(static_cast<uint16_t>(i)) : IsBFloat16NaN(static_cast<uint16_t>(i));
+    const bool nan =
+        kHalf ? IsHalfNaN(static_cast<uint16_t>(i)) : IsBFloat16NaN(static_cast<uint16_t>(i));
     // A NaN must stay NaN with its sign; F16C also sets the quiet bit of a signaling one.
     const bool ok = nan ? (std::isnan(out[i]) && std::signbit(out[i]) == std::signbit(want))
                         : Bits(out[i]) == Bits(want);
@@ -131,11 +132,19 @@ void CheckConversions(int lanes, Widen widen, Narrow narrow, const char* type) {
   std::mt19937 rng(1);
   for (int i = 0; i < 200000; ++i) { values.push_back(FromBits(rng())); }
   for (uint32_t u = 0; u < 4096; ++u) { values.push_back(FromBits(u)); }  // float subnormals
-  const float specials[] = {65504.0f, 65519.99f, 65520.0f, 65536.0f, 5.9604645e-8f,
-                            2.9802322e-8f, 2.9802326e-8f, 6.1035156e-5f, 6.1032177e-5f,
+  const float specials[] = {65504.0f,
+                            65519.99f,
+                            65520.0f,
+                            65536.0f,
+                            5.9604645e-8f,
+                            2.9802322e-8f,
+                            2.9802326e-8f,
+                            6.1035156e-5f,
+                            6.1032177e-5f,
                             std::numeric_limits<float>::infinity(),
                             std::numeric_limits<float>::quiet_NaN(),
-                            std::numeric_limits<float>::max(), 0.0f};
+                            std::numeric_limits<float>::max(),
+                            0.0f};
   for (float s : specials) {
     values.push_back(s);
     values.push_back(-s);
@@ -148,9 +157,9 @@ void CheckConversions(int lanes, Widen widen, Narrow narrow, const char* type) {
     const uint16_t got = narrowed[i].bits;
     const bool nan = kHalf ? IsHalfNaN(want) : IsBFloat16NaN(want);
     // NaN: sign kept; F16C keeps payload bits the scalar type drops.
-    const bool ok = nan ? ((kHalf ? IsHalfNaN(got) : IsBFloat16NaN(got)) &&
-                           (got & 0x8000u) == (want & 0x8000u))
-                        : got == want;
+    const bool ok =
+        nan ? ((kHalf ? IsHalfNaN(got) : IsBFloat16NaN(got)) && (got & 0x8000u) == (want & 0x8000u))
+            : got == want;
     if (!ok) {
       char text[160];
       std::snprintf(text, sizeof(text), "%s narrow 0x%08x (%.9g): got 0x%04x, want 0x%04x", type,
@@ -259,7 +268,9 @@ void CheckRows(RowsFn rows_fn, const char* type, std::mt19937& rng) {
       rows_fn(rows, cols, x.data(), y.data(), log == 1, buffer.data());
       for (int64_t r = 0; r < rows; ++r) {
         long double max = -INFINITY, sum = 0;
-        for (int64_t c = 0; c < cols; ++c) { max = std::max<long double>(max, ToDouble(x[r * cols + c])); }
+        for (int64_t c = 0; c < cols; ++c) {
+          max = std::max<long double>(max, ToDouble(x[r * cols + c]));
+        }
         for (int64_t c = 0; c < cols; ++c) { sum += std::exp(ToDouble(x[r * cols + c]) - max); }
         for (int64_t c = 0; c < cols; ++c) {
           const long double shifted = ToDouble(x[r * cols + c]) - max;
@@ -304,31 +315,31 @@ void CheckRows(RowsFn rows_fn, const char* type, std::mt19937& rng) {
       rows_fn(5, cols, special.data(), out.data(), log == 1, buffer.data());
       for (int64_t i = 0; i < 5 * cols; ++i) {
         if (!std::isnan(ToDouble(out[i]))) {
-          throw Failure{std::string(type) + " NaN row: element " + std::to_string(i) + " of cols=" +
-                        std::to_string(cols) + " is not NaN"};
+          throw Failure{std::string(type) + " NaN row: element " + std::to_string(i) +
+                        " of cols=" + std::to_string(cols) + " is not NaN"};
         }
       }
     }
   }
 }
 
-#define CHECK_VARIANT(ns, lanes, exp_ulps)                                                      \
-  [&]() {                                                                                       \
-    std::mt19937 rng(7);                                                                        \
-    CheckConversions<float16>(                                                                  \
-        lanes, [](const float16* i, float* o) { ns::WidenRaw(i, o); },                          \
-        [](const float* i, float16* o) { ns::NarrowRaw(i, o); }, #ns " float16");               \
-    CheckConversions<bfloat16>(                                                                 \
-        lanes, [](const bfloat16* i, float* o) { ns::WidenRaw(i, o); },                         \
-        [](const float* i, bfloat16* o) { ns::NarrowRaw(i, o); }, #ns " bfloat16");             \
-    CheckExp(lanes, [](const float* i, float* o) { ns::ExpRaw(i, o); }, exp_ulps, #ns " exp");   \
-    auto rows = [](int64_t r, int64_t c, const auto* x, auto* y, bool log, float* b) {          \
-      ns::Rows(r, c, x, y, log, b);                                                             \
-    };                                                                                          \
-    CheckRows<float>(rows, #ns " float32", rng);                                                \
-    CheckRows<double>(rows, #ns " float64", rng);                                               \
-    CheckRows<float16>(rows, #ns " float16", rng);                                              \
-    CheckRows<bfloat16>(rows, #ns " bfloat16", rng);                                            \
+#define CHECK_VARIANT(ns, lanes, exp_ulps)                                                     \
+  [&]() {                                                                                      \
+    std::mt19937 rng(7);                                                                       \
+    CheckConversions<float16>(                                                                 \
+        lanes, [](const float16* i, float* o) { ns::WidenRaw(i, o); },                         \
+        [](const float* i, float16* o) { ns::NarrowRaw(i, o); }, #ns " float16");              \
+    CheckConversions<bfloat16>(                                                                \
+        lanes, [](const bfloat16* i, float* o) { ns::WidenRaw(i, o); },                        \
+        [](const float* i, bfloat16* o) { ns::NarrowRaw(i, o); }, #ns " bfloat16");            \
+    CheckExp(lanes, [](const float* i, float* o) { ns::ExpRaw(i, o); }, exp_ulps, #ns " exp"); \
+    auto rows = [](int64_t r, int64_t c, const auto* x, auto* y, bool log, float* b) {         \
+      ns::Rows(r, c, x, y, log, b);                                                            \
+    };                                                                                         \
+    CheckRows<float>(rows, #ns " float32", rng);                                               \
+    CheckRows<double>(rows, #ns " float64", rng);                                              \
+    CheckRows<float16>(rows, #ns " float16", rng);                                             \
+    CheckRows<bfloat16>(rows, #ns " bfloat16", rng);                                           \
   }
 
 }  // namespace check

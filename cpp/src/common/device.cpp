@@ -8,8 +8,10 @@ namespace oneflite {
 
 const char* NameOf(DeviceType type) {
   switch (type) {
-    case DeviceType::kCPU: return "cpu";
-    case DeviceType::kCUDA: return "cuda";
+    case DeviceType::kCPU:
+      return "cpu";
+    case DeviceType::kCUDA:
+      return "cuda";
   }
   ONEFLITE_THROW(ValueError, "unknown device type code ", static_cast<int>(type));
 }

@@ -31,8 +31,8 @@ std::string DescribeCall(const OpDef& def, const std::vector<TensorMeta>& inputs
 
 TensorTuple Interpret(const OpExpr& op, const TensorTuple& inputs, const AttrMap& attrs) {
   const OpDef& def = op.def();
-  ONEFLITE_CHECK(inputs.size() == op.input_size() && !inputs.empty(), ValueError, "op '",
-                 def.name, "' takes ", op.input_size(), " input(s), got ", inputs.size());
+  ONEFLITE_CHECK(inputs.size() == op.input_size() && !inputs.empty(), ValueError, "op '", def.name,
+                 "' takes ", op.input_size(), " input(s), got ", inputs.size());
   const Device device = inputs[0].device();
   std::vector<TensorMeta> input_metas;
   input_metas.reserve(inputs.size());

@@ -26,9 +26,7 @@ const KernelRegistration* KernelRegistry::Find(const std::string& op_name,
                                                const KernelMatchContext& ctx) const {
   std::lock_guard<std::mutex> lock(mutex_);
   for (const auto& registration : registrations_) {
-    if (registration->op_name == op_name && registration->match(ctx)) {
-      return registration.get();
-    }
+    if (registration->op_name == op_name && registration->match(ctx)) { return registration.get(); }
   }
   return nullptr;
 }

@@ -79,7 +79,8 @@ OpExpr::CachedKernel OpExpr::GetOrCreateKernel(DeviceType device_type, DataType 
   // A registration anywhere below may change which kernel or primitive should serve this call,
   // so the cache is keyed on both registries' generations.
   const std::pair<uint64_t, uint64_t> generation{
-      KernelRegistry::Global().generation(), ep::primitive::PrimitiveRegistry::Global().generation()};
+      KernelRegistry::Global().generation(),
+      ep::primitive::PrimitiveRegistry::Global().generation()};
   std::lock_guard<std::mutex> lock(cache_mutex_);
   if (generation != cache_generation_) {
     kernel_cache_.clear();
@@ -92,15 +93,14 @@ OpExpr::CachedKernel OpExpr::GetOrCreateKernel(DeviceType device_type, DataType 
   const KernelRegistration* registration = KernelRegistry::Global().Find(def_->name, match);
   if (registration == nullptr) {
     const std::string forced = ep::primitive::PrimitiveRegistry::Global().DescribeForced();
-    ONEFLITE_THROW(NotImplementedError, "'", def_->name, "' is not implemented for device '",
-                   NameOf(device_type), "' and dtype ", NameOf(dtype),
-                   ": no registered kernel or primitive serves that combination",
-                   forced.empty() ? "" : " (primitive backends forced, with no fallback: " +
-                                             forced + ")");
+    ONEFLITE_THROW(
+        NotImplementedError, "'", def_->name, "' is not implemented for device '",
+        NameOf(device_type), "' and dtype ", NameOf(dtype),
+        ": no registered kernel or primitive serves that combination",
+        forced.empty() ? "" : " (primitive backends forced, with no fallback: " + forced + ")");
   }
   CachedKernel cached{std::shared_ptr<const OpKernel>(registration->create(match)),
-                      registration->kernel_name, registration->priority,
-                      registration->match_doc};
+                      registration->kernel_name, registration->priority, registration->match_doc};
   kernel_cache_.emplace(std::make_pair(device_type, dtype), cached);
   return cached;
 }

@@ -54,8 +54,8 @@ std::string ShapeToString(const Shape& shape) {
   return out.str();
 }
 
-Tensor::Tensor(std::shared_ptr<Storage> storage, Shape shape, Stride stride,
-               int64_t storage_offset, DataType dtype) {
+Tensor::Tensor(std::shared_ptr<Storage> storage, Shape shape, Stride stride, int64_t storage_offset,
+               DataType dtype) {
   ONEFLITE_CHECK(shape.size() == stride.size(), ValueError, "shape ", ShapeToString(shape),
                  " and stride ", ShapeToString(stride), " differ in length");
   auto impl = std::make_shared<Impl>();
@@ -96,8 +96,7 @@ bool Tensor::is_aligned() const {
 
 Tensor Tensor::Permute(const std::vector<int>& perm) const {
   const size_t n = impl_->shape.size();
-  ONEFLITE_CHECK(perm.size() == n, ValueError, "permute: expected ", n, " dims, got ",
-                 perm.size());
+  ONEFLITE_CHECK(perm.size() == n, ValueError, "permute: expected ", n, " dims, got ", perm.size());
   std::vector<bool> seen(n, false);
   Shape shape(n);
   Stride stride(n);
@@ -122,8 +121,7 @@ Tensor Tensor::Transpose(int dim0, int dim1) const {
 
 Tensor Tensor::AsStrided(const Shape& shape, const Stride& stride, int64_t storage_offset) const {
   ONEFLITE_CHECK(shape.size() == stride.size(), ValueError, "as_strided: shape ",
-                 ShapeToString(shape), " and stride ", ShapeToString(stride),
-                 " differ in length");
+                 ShapeToString(shape), " and stride ", ShapeToString(stride), " differ in length");
   ONEFLITE_CHECK(storage_offset >= 0, ValueError, "as_strided: negative storage offset");
   CheckShape(shape, 1, "as_strided");  // a view: its element count must fit
   // The view must stay inside the storage: find its last element.
@@ -138,11 +136,10 @@ Tensor Tensor::AsStrided(const Shape& shape, const Stride& stride, int64_t stora
     int64_t reach = 0;
     ONEFLITE_CHECK(!__builtin_mul_overflow(shape[i] - 1, stride[i], &reach) &&
                        !__builtin_add_overflow(last, reach, &last),
-                   IndexError, "as_strided: a view of size ", ShapeToString(shape),
-                   " with stride ", ShapeToString(stride), " reaches past 64-bit offsets");
+                   IndexError, "as_strided: a view of size ", ShapeToString(shape), " with stride ",
+                   ShapeToString(stride), " reaches past 64-bit offsets");
   }
-  const int64_t capacity =
-      static_cast<int64_t>(impl_->storage->nbytes() / SizeOf(impl_->dtype));
+  const int64_t capacity = static_cast<int64_t>(impl_->storage->nbytes() / SizeOf(impl_->dtype));
   ONEFLITE_CHECK(empty || last < capacity, IndexError, "as_strided: a view of size ",
                  ShapeToString(shape), " with stride ", ShapeToString(stride), " at offset ",
                  storage_offset, " reaches element ", last, " of a storage of ", capacity);

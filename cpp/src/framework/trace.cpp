@@ -46,7 +46,8 @@ std::vector<Event> Stop(uint64_t id) {
     internal::Current() = open.empty() ? nullptr : open.back().get();
     return events;
   }
-  ONEFLITE_THROW(RuntimeError, "this trace is not recording on this thread; a trace ends on the "
+  ONEFLITE_THROW(RuntimeError,
+                 "this trace is not recording on this thread; a trace ends on the "
                  "thread that started it, once");
 }
 

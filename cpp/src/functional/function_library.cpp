@@ -18,8 +18,7 @@ void FunctionLibrary::AddEntry(const std::string& name, const std::string& signa
 const std::any& FunctionLibrary::FindEntry(const std::string& name, std::type_index type) {
   std::unique_lock<std::mutex> lock(mutex_);
   auto it = entries_.find(name);
-  ONEFLITE_CHECK(it != entries_.end(), ValueError, "no functor named '", name,
-                 "' is registered");
+  ONEFLITE_CHECK(it != entries_.end(), ValueError, "no functor named '", name, "' is registered");
   Entry& entry = it->second;
   ONEFLITE_CHECK(entry.signature_type == type, TypeError, "functor '", name,
                  "' was asked for with another signature than its own: ", entry.signature);

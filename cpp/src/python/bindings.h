@@ -44,12 +44,12 @@ class PythonError : public std::exception {
   std::shared_ptr<State> state_;
 };
 
-void BindCommon(pybind11::module_& m);      // dtype, device, exceptions
-void BindTensor(pybind11::module_& m);      // Tensor, NumPy and DLPack interop
-void BindFunctional(pybind11::module_& m);  // _C.functional
-void BindRegistry(pybind11::module_& m);    // listings of every layer's registry, plugins
-void BindDevices(pybind11::module_& m);     // _C.cuda
-void BindTrace(pybind11::module_& m);       // oneflite.trace() recording
+void BindCommon(pybind11::module_& m);            // dtype, device, exceptions
+void BindTensor(pybind11::module_& m);            // Tensor, NumPy and DLPack interop
+void BindFunctional(pybind11::module_& m);        // _C.functional
+void BindRegistry(pybind11::module_& m);          // listings of every layer's registry, plugins
+void BindDevices(pybind11::module_& m);           // _C.cuda
+void BindTrace(pybind11::module_& m);             // oneflite.trace() recording
 void BindPythonPrimitives(pybind11::module_& m);  // primitives written in Python
 
 }  // namespace oneflite::python

@@ -25,8 +25,9 @@ int CudaDeviceCount() {
 
 void BindDevices(py::module_& m) {
   py::module_ cuda = m.def_submodule("cuda", "CUDA device queries.");
-  cuda.def("is_compiled", [] { return ep::FindDeviceManager(DeviceType::kCUDA) != nullptr; },
-           "True when the CUDA backend library is loaded.");
+  cuda.def(
+      "is_compiled", [] { return ep::FindDeviceManager(DeviceType::kCUDA) != nullptr; },
+      "True when the CUDA backend library is loaded.");
   cuda.def("device_count", &CudaDeviceCount);
   cuda.def("is_available", [] { return CudaDeviceCount() > 0; });
   cuda.def(

@@ -34,9 +34,7 @@ Tensor CallWithoutGil(const std::function<Tensor()>& fn) {
   } catch (abi::__forced_unwind&) {
     throw;  // the thread is being ended (a Python-registered primitive asked for the GIL)
 #endif
-  } catch (...) {
-    error = std::current_exception();
-  }
+  } catch (...) { error = std::current_exception(); }
   PyEval_RestoreThread(state);
   // What the call dropped without the GIL (a storage that held a NumPy array) is released now.
   RunPendingReleases();

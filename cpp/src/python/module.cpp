@@ -26,9 +26,7 @@ void BindCommon(py::module_& m) {
       PyErr_SetString(PyExc_ValueError, e.what());
     } catch (const NotImplementedError& e) {
       PyErr_SetString(PyExc_NotImplementedError, e.what());
-    } catch (const Error& e) {
-      PyErr_SetString(PyExc_RuntimeError, e.what());
-    }
+    } catch (const Error& e) { PyErr_SetString(PyExc_RuntimeError, e.what()); }
   });
 
   py::enum_<DataType>(m, "dtype", "The element type of a tensor, e.g. oneflite.float32.")
@@ -39,10 +37,11 @@ void BindCommon(py::module_& m) {
       .value("int32", DataType::kInt32)
       .value("int64", DataType::kInt64)
       .value("bool", DataType::kBool)
-      .def_property_readonly("itemsize", [](DataType d) { return SizeOf(d); },
-                             "Bytes per element.")
-      .def_property_readonly("is_floating_point", [](DataType d) { return IsFloatingPoint(d); },
-                             "True for float16, bfloat16, float32 and float64.");
+      .def_property_readonly(
+          "itemsize", [](DataType d) { return SizeOf(d); }, "Bytes per element.")
+      .def_property_readonly(
+          "is_floating_point", [](DataType d) { return IsFloatingPoint(d); },
+          "True for float16, bfloat16, float32 and float64.");
 
   py::class_<Device>(m, "device", "Where a tensor lives: 'cpu', 'cuda' or 'cuda:N'.")
       .def(py::init([](const std::string& spec) { return Device::Parse(spec); }), py::arg("spec"))
@@ -60,9 +59,7 @@ void BindCommon(py::module_& m) {
            [](const Device& a, const std::string& b) {
              try {
                return a == Device::Parse(b);
-             } catch (const ValueError&) {
-               return false;
-             }
+             } catch (const ValueError&) { return false; }
            })
       .def("__eq__", [](const Device&, const py::object&) { return false; })
       .def("__hash__", [](const Device& d) { return static_cast<int>(d.type) * 1024 + d.index; })

@@ -32,8 +32,8 @@ using ep::primitive::PrimitiveRegistry;
 // A (rows, cols) tensor with memory of its own on `device`, holding a copy of `data` if given.
 // Python backends get these rather than views of the caller's memory, so whatever they keep
 // stays valid after the call.
-Tensor OwnedCopy(const void* data, int64_t rows, int64_t cols, DataType dtype,
-                 const Device& device, ep::DeviceManager* manager) {
+Tensor OwnedCopy(const void* data, int64_t rows, int64_t cols, DataType dtype, const Device& device,
+                 ep::DeviceManager* manager) {
   Tensor tensor = Tensor::Empty({rows, cols}, dtype, device);
   if (data != nullptr) {
     manager->Memcpy(manager->GetStream(device.index), tensor.data_ptr(), data,
@@ -123,9 +123,7 @@ void CallPythonFunction(const PythonFunction& function, const Tensor& x, const T
   } catch (abi::__forced_unwind&) {
     throw;  // the thread is being ended without the GIL: leave every reference behind
 #endif
-  } catch (...) {
-    error = std::current_exception();
-  }
+  } catch (...) { error = std::current_exception(); }
   Py_XDECREF(result);
   Py_XDECREF(y_obj);
   Py_XDECREF(x_obj);
@@ -151,7 +149,8 @@ class PythonSoftmax final : public Interface {
     const Tensor y_tensor = OwnedCopy(nullptr, rows, cols, dtype_, device, manager);
     CallPythonFunction(*fn_, x_tensor, y_tensor);
     manager->SynchronizeDevice(device.index);
-    manager->Memcpy(stream, y, y_tensor.data_ptr(), static_cast<size_t>(rows * cols) * SizeOf(dtype_),
+    manager->Memcpy(stream, y, y_tensor.data_ptr(),
+                    static_cast<size_t>(rows * cols) * SizeOf(dtype_),
                     ep::MemcpyKind::kDeviceToDevice);
   }
 
@@ -206,8 +205,8 @@ void BindPythonPrimitives(py::module_& m) {
           RegisterPythonSoftmax<ep::primitive::SoftmaxFactory>(kind, device.type, name, priority,
                                                                std::move(dtypes), std::move(fn));
         } else if (kind == ep::primitive::LogSoftmaxFactory::kKind) {
-          RegisterPythonSoftmax<ep::primitive::LogSoftmaxFactory>(
-              kind, device.type, name, priority, std::move(dtypes), std::move(fn));
+          RegisterPythonSoftmax<ep::primitive::LogSoftmaxFactory>(kind, device.type, name, priority,
+                                                                  std::move(dtypes), std::move(fn));
         } else {
           ONEFLITE_THROW(ValueError, "register(): unknown or unsupported primitive kind '", kind,
                          "'; Python backends can be registered for 'softmax' and 'log_softmax'");

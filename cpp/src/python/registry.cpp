@@ -60,8 +60,7 @@ void BindRegistry(py::module_& m) {
     py::list out;
     auto& registry = ep::primitive::PrimitiveRegistry::Global();
     for (const auto& info : registry.List()) {
-      out.append(py::dict(py::arg("kind") = info.kind,
-                          py::arg("device") = NameOf(info.device_type),
+      out.append(py::dict(py::arg("kind") = info.kind, py::arg("device") = NameOf(info.device_type),
                           py::arg("name") = info.name, py::arg("priority") = info.priority,
                           py::arg("dtypes") = DTypeNames(info.dtypes)));
     }
@@ -78,7 +77,9 @@ void BindRegistry(py::module_& m) {
       py::arg("kind"), py::arg("name"));
   m.def(
       "_forced_primitive",
-      [](const std::string& kind) { return ep::primitive::PrimitiveRegistry::Global().Forced(kind); },
+      [](const std::string& kind) {
+        return ep::primitive::PrimitiveRegistry::Global().Forced(kind);
+      },
       py::arg("kind"));
 
   // Loads a shared library whose static initializers register backends (the CUDA backend, or
@@ -87,16 +88,14 @@ void BindRegistry(py::module_& m) {
   m.def(
       "load_library",
       [](const std::string& path, bool global_symbols) {
-        void* handle =
-            dlopen(path.c_str(), RTLD_NOW | (global_symbols ? RTLD_GLOBAL : RTLD_LOCAL));
+        void* handle = dlopen(path.c_str(), RTLD_NOW | (global_symbols ? RTLD_GLOBAL : RTLD_LOCAL));
         if (handle == nullptr) {
           const char* message = dlerror();
           ONEFLITE_THROW(RuntimeError, "could not load '", path,
                          "': ", message ? message : "unknown error");
         }
       },
-      py::arg("path"), py::arg("global_symbols") = false,
-      py::call_guard<py::gil_scoped_release>(),
+      py::arg("path"), py::arg("global_symbols") = false, py::call_guard<py::gil_scoped_release>(),
       "Load a shared library of backends; its static registrations run as it loads.");
 }
 

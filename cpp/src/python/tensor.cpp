@@ -77,9 +77,8 @@ Tensor FromNumpy(const py::array& array, DataType dtype) {
 
 // A NumPy array viewing a CPU tensor's memory; it keeps the tensor's storage alive.
 py::array ToNumpy(const Tensor& tensor, const py::dtype& numpy_dtype) {
-  ONEFLITE_CHECK(tensor.device().type == DeviceType::kCPU, TypeError,
-                 "can't convert a tensor on '", tensor.device().ToString(),
-                 "' to numpy; copy it to the host first with .cpu()");
+  ONEFLITE_CHECK(tensor.device().type == DeviceType::kCPU, TypeError, "can't convert a tensor on '",
+                 tensor.device().ToString(), "' to numpy; copy it to the host first with .cpu()");
   std::vector<py::ssize_t> shape(tensor.shape().begin(), tensor.shape().end());
   std::vector<py::ssize_t> strides(tensor.ndim());
   for (int64_t i = 0; i < tensor.ndim(); ++i) {
@@ -104,11 +103,15 @@ dlpack::DLDataType ToDLDataType(DataType dtype) {
   switch (dtype) {
     case DataType::kFloat16:
     case DataType::kFloat32:
-    case DataType::kFloat64: return {dlpack::kDLFloat, bits, 1};
-    case DataType::kBFloat16: return {dlpack::kDLBfloat, bits, 1};
+    case DataType::kFloat64:
+      return {dlpack::kDLFloat, bits, 1};
+    case DataType::kBFloat16:
+      return {dlpack::kDLBfloat, bits, 1};
     case DataType::kInt32:
-    case DataType::kInt64: return {dlpack::kDLInt, bits, 1};
-    case DataType::kBool: return {dlpack::kDLBool, bits, 1};
+    case DataType::kInt64:
+      return {dlpack::kDLInt, bits, 1};
+    case DataType::kBool:
+      return {dlpack::kDLBool, bits, 1};
   }
   ONEFLITE_THROW(ValueError, "unknown dtype");
 }
@@ -132,10 +135,11 @@ DataType FromDLDataType(const dlpack::DLDataType& t) {
     case dlpack::kDLBool:
       if (t.bits == 8) { return DataType::kBool; }
       break;
-    default: break;
+    default:
+      break;
   }
-  ONEFLITE_THROW(TypeError, "from_dlpack: unsupported dtype (code ", int(t.code), ", ",
-                 int(t.bits), " bits); oneflite holds float16, bfloat16, float32, float64, "
+  ONEFLITE_THROW(TypeError, "from_dlpack: unsupported dtype (code ", int(t.code), ", ", int(t.bits),
+                 " bits); oneflite holds float16, bfloat16, float32, float64, "
                  "int32, int64 and bool");
 }
 
@@ -270,8 +274,7 @@ Tensor FromDLPack(const py::capsule& capsule) {
     return TensorFromManaged(managed, (managed->flags & dlpack::kDLPackFlagReadOnly) != 0);
   }
   if (PyCapsule_IsValid(object, "dltensor")) {
-    auto* managed =
-        static_cast<dlpack::DLManagedTensor*>(PyCapsule_GetPointer(object, "dltensor"));
+    auto* managed = static_cast<dlpack::DLManagedTensor*>(PyCapsule_GetPointer(object, "dltensor"));
     PyCapsule_SetName(object, "used_dltensor");
     return TensorFromManaged(managed, false);
   }

@@ -72,13 +72,20 @@ class CastImpl final : public Cast {
 template <typename Fn>
 std::unique_ptr<Cast> DispatchCudaType(DataType dtype, Fn&& fn) {
   switch (dtype) {
-    case DataType::kFloat16: return fn(__half{});
-    case DataType::kBFloat16: return fn(__nv_bfloat16{});
-    case DataType::kFloat32: return fn(float{});
-    case DataType::kFloat64: return fn(double{});
-    case DataType::kInt32: return fn(int32_t{});
-    case DataType::kInt64: return fn(int64_t{});
-    case DataType::kBool: return fn(bool{});
+    case DataType::kFloat16:
+      return fn(__half{});
+    case DataType::kBFloat16:
+      return fn(__nv_bfloat16{});
+    case DataType::kFloat32:
+      return fn(float{});
+    case DataType::kFloat64:
+      return fn(double{});
+    case DataType::kInt32:
+      return fn(int32_t{});
+    case DataType::kInt64:
+      return fn(int64_t{});
+    case DataType::kBool:
+      return fn(bool{});
   }
   return nullptr;
 }

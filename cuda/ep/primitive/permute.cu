@@ -76,8 +76,8 @@ class PermuteImpl final : public Permute {
       PermuteKernel<Word, uint32_t><<<grid, kBlockSize, 0, cuda->cuda_stream()>>>(
           params, static_cast<uint32_t>(count), in, out);
     } else {
-      PermuteKernel<Word, int64_t><<<grid, kBlockSize, 0, cuda->cuda_stream()>>>(params, count,
-                                                                                  in, out);
+      PermuteKernel<Word, int64_t>
+          <<<grid, kBlockSize, 0, cuda->cuda_stream()>>>(params, count, in, out);
     }
     ONEFLITE_CUDA_CHECK_LAUNCH();
   }
@@ -88,11 +88,16 @@ class CudaPermuteFactory final : public PermuteFactory {
  public:
   std::unique_ptr<Permute> New(DataType dtype) override {
     switch (SizeOf(dtype)) {
-      case 1: return std::make_unique<PermuteImpl<uint8_t>>();
-      case 2: return std::make_unique<PermuteImpl<uint16_t>>();
-      case 4: return std::make_unique<PermuteImpl<uint32_t>>();
-      case 8: return std::make_unique<PermuteImpl<uint64_t>>();
-      default: return nullptr;
+      case 1:
+        return std::make_unique<PermuteImpl<uint8_t>>();
+      case 2:
+        return std::make_unique<PermuteImpl<uint16_t>>();
+      case 4:
+        return std::make_unique<PermuteImpl<uint32_t>>();
+      case 8:
+        return std::make_unique<PermuteImpl<uint64_t>>();
+      default:
+        return nullptr;
     }
   }
 };

@@ -13,11 +13,16 @@ namespace {
 template <typename PrimitiveT, typename Fn>
 std::unique_ptr<PrimitiveT> ForCudaFloatType(DataType dtype, Fn&& fn) {
   switch (dtype) {
-    case DataType::kFloat16: return fn(__half{});
-    case DataType::kBFloat16: return fn(__nv_bfloat16{});
-    case DataType::kFloat32: return fn(float{});
-    case DataType::kFloat64: return fn(double{});
-    default: return nullptr;
+    case DataType::kFloat16:
+      return fn(__half{});
+    case DataType::kBFloat16:
+      return fn(__nv_bfloat16{});
+    case DataType::kFloat32:
+      return fn(float{});
+    case DataType::kFloat64:
+      return fn(double{});
+    default:
+      return nullptr;
   }
 }
 

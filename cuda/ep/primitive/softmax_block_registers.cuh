@@ -54,8 +54,8 @@ template <typename T, Algorithm kAlgorithm, int kBlock, int kPacks, bool kCached
           bool kRagged = true, StoreFallback kFallback = StoreFallback::kElements,
           bool kMaxL1 = false>
 __global__ void __launch_bounds__(kBlock)
-    BlockRegisterSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows,
-                               int cols, bool y_vector_ok, int tail_slots, Stagger stagger) {
+    BlockRegisterSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int cols,
+                               bool y_vector_ok, int tail_slots, Stagger stagger) {
   static_assert(kRagged || !kCachedTail, "the cached tail's copies handle ragged rows only");
   static_assert(kFallback == StoreFallback::kElements || !kRagged,
                 "ragged rows have edges to store element by element");

@@ -146,8 +146,7 @@ __device__ __forceinline__ void StorePack(T* to, const Pack<T, kBytes>& pack) {
 // The pack at `from` if `in_row`, else a pack of -inf; nothing is read then. One vector load
 // (ld.global.nc: x is read-only for the kernel's whole run), for the same reason as StorePack.
 template <typename T, int kBytes = kPackBytes>
-__device__ __forceinline__ Pack<T, kBytes> LoadPackOrNegativeInfinity(const T* from,
-                                                                      bool in_row) {
+__device__ __forceinline__ Pack<T, kBytes> LoadPackOrNegativeInfinity(const T* from, bool in_row) {
   PackWords<kBytes> words = NegativeInfinityWords<T, kBytes>();
   if (in_row) {
     const PackVector<kBytes> vector = __ldg(reinterpret_cast<const PackVector<kBytes>*>(from));
@@ -277,8 +276,7 @@ __device__ __forceinline__ ComputeType<T> RowLog(ComputeType<T> sum) {
 // columns [k * P - head, ... + P).
 template <int kBytes = kPackBytes, typename T>
 __device__ __forceinline__ int HeadOffset(const T* row) {
-  return static_cast<int>(reinterpret_cast<uintptr_t>(row) % kBytes) /
-         static_cast<int>(sizeof(T));
+  return static_cast<int>(reinterpret_cast<uintptr_t>(row) % kBytes) / static_cast<int>(sizeof(T));
 }
 
 // The window pack whose first element is row column `c0`, loaded element by element: columns

@@ -62,16 +62,16 @@ size_t HoldBlocksPerSmSmem(const void* kernel, const CudaDeviceInfo& info, int b
     if (dynamic <= 0 || (blocks + 1) * per_block <= kHoldCarveoutBytes) { return size_t{0}; }
     // The preference is a percentage of the SM's shared memory, which the driver rounds up to a
     // carve-out it has: rounded down here, so that it lands on kHoldCarveoutBytes.
-    const int percent = static_cast<int>(int64_t{kHoldCarveoutBytes} * 100 /
-                                         info.max_shared_memory_per_sm);
+    const int percent =
+        static_cast<int>(int64_t{kHoldCarveoutBytes} * 100 / info.max_shared_memory_per_sm);
     ONEFLITE_CUDA_CHECK(
         cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, percent));
     int active = 0;
     ONEFLITE_CUDA_CHECK(
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&active, kernel, block_size, dynamic));
     if (active == blocks) { return static_cast<size_t>(dynamic); }
-    ONEFLITE_CUDA_CHECK(cudaFuncSetAttribute(
-        kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutDefault));
+    ONEFLITE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                             cudaSharedmemCarveoutDefault));
     return size_t{0};
   });
 }
@@ -79,8 +79,8 @@ size_t HoldBlocksPerSmSmem(const void* kernel, const CudaDeviceInfo& info, int b
 int MaxL1BlocksPerSm(const void* kernel, const CudaDeviceInfo& info, int block_size) {
   static AnswerCache<std::tuple<const void*, int, int>, int> answers;
   return answers.Get(std::make_tuple(kernel, info.index, block_size), [&] {
-    ONEFLITE_CUDA_CHECK(cudaFuncSetAttribute(
-        kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxL1));
+    ONEFLITE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                             cudaSharedmemCarveoutMaxL1));
     int blocks = 0;
     ONEFLITE_CUDA_CHECK(
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, block_size, 0));
@@ -115,8 +115,7 @@ std::string ToString(const Plan& plan) {
     case Path::kWarp:
       out << "warp: pack=" << plan.pack << " cols_per_thread=" << plan.cols_per_thread
           << " thread_group_width=" << plan.width << " rows_per_access=" << plan.rows_per_access
-          << (plan.ragged ? " ragged" : "")
-          << " block=" << plan.block;
+          << (plan.ragged ? " ragged" : "") << " block=" << plan.block;
       break;
     case Path::kBlockSmem:
       out << "block_smem: pack=" << plan.pack << " block=" << plan.block << " smem=" << plan.smem;
@@ -141,8 +140,8 @@ std::string ToString(const Plan& plan) {
     case Path::kWarpTile:
       out << "warp_tile: pack=" << plan.pack << " cols_per_thread=" << plan.cols_per_thread
           << " thread_group_width=" << plan.width << " rows_per_tile=" << kWarpSize / plan.width
-          << " tiles_per_warp=" << plan.tiles_per_warp
-          << " block=" << plan.block << " smem=" << plan.smem;
+          << " tiles_per_warp=" << plan.tiles_per_warp << " block=" << plan.block
+          << " smem=" << plan.smem;
       break;
   }
   out << " grid=" << plan.grid << (plan.persistent ? " (persistent)" : "");

@@ -120,9 +120,8 @@ template <typename T, Algorithm kAlgorithm, typename Shape>
 void LaunchTile(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols, const void* x,
                 void* y) {
   TileSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::words, Shape::tiles, Shape::min_blocks>
-      <<<plan.grid, kTileBlockSize, plan.smem, stream>>>(static_cast<const T*>(x),
-                                                          static_cast<T*>(y), rows,
-                                                          static_cast<int>(cols));
+      <<<plan.grid, kTileBlockSize, plan.smem, stream>>>(
+          static_cast<const T*>(x), static_cast<T*>(y), rows, static_cast<int>(cols));
   ONEFLITE_CUDA_CHECK_LAUNCH();
 }
 
@@ -131,9 +130,9 @@ template <typename T, Algorithm kAlgorithm, int kBlock, bool kAsyncCopy = true,
 void LaunchBlock(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols, const void* x,
                  void* y) {
   BlockSoftmaxKernel<T, kAlgorithm, kBlock, kAsyncCopy, kOnlineNormalizer, Cache, kHeld>
-      <<<plan.grid, kBlock, plan.smem, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
-                                                 rows, cols, plan.cached_packs,
-                                                 SameAlignment(x, y), plan.stagger);
+      <<<plan.grid, kBlock, plan.smem, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), rows,
+                                                 cols, plan.cached_packs, SameAlignment(x, y),
+                                                 plan.stagger);
   ONEFLITE_CUDA_CHECK_LAUNCH();
 }
 
@@ -148,10 +147,10 @@ void LaunchBlockRegisters(const Plan& plan, cudaStream_t stream, int64_t rows, i
       return;
     }
   }
-  BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, kCachedTail, kRagged, kFallback,
-                             kMaxL1><<<plan.grid, kBlock, plan.smem, stream>>>(
-      static_cast<const T*>(x), static_cast<T*>(y), rows, static_cast<int>(cols),
-      SameAlignment(x, y), plan.cached_packs / kBlock, plan.stagger);
+  BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, kCachedTail, kRagged, kFallback, kMaxL1>
+      <<<plan.grid, kBlock, plan.smem, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), rows,
+                                                 static_cast<int>(cols), SameAlignment(x, y),
+                                                 plan.cached_packs / kBlock, plan.stagger);
   ONEFLITE_CUDA_CHECK_LAUNCH();
 }
 
@@ -323,9 +322,9 @@ void PlanWarpRung(const CudaDeviceInfo& info, int64_t rows, Plan& plan) {
   plan.block = kWarpBlockSize;
   plan.ragged = kRagged;
   plan.launch = &LaunchWarp<T, kAlgorithm, Shape, kRagged>;
-  const auto* kernel = reinterpret_cast<const void*>(
-      &WarpSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::packs, kRagged, Shape::bytes,
-                         Shape::rows>);
+  const auto* kernel =
+      reinterpret_cast<const void*>(&WarpSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::packs,
+                                                       kRagged, Shape::bytes, Shape::rows>);
   const int64_t rows_per_block = (kWarpBlockSize / kWarpSize) * (kWarpSize / Shape::width) * kRows;
   SetGrid(plan, (rows + rows_per_block - 1) / rows_per_block, info,
           MaxActiveBlocksPerSm(kernel, info, kWarpBlockSize, 0), /*persistent=*/false);
@@ -361,8 +360,8 @@ bool PlanTwoPerSm(const CudaDeviceInfo& info, int64_t rows, int64_t window, Plan
   // the kernel's static shared memory (BlockAllReduce's posts).
   const size_t half = static_cast<size_t>(info.max_shared_memory_per_sm) / 2;
   if (half < 4096) { return false; }
-  const size_t smem = std::min<size_t>((half - 2048) / kPackBytes * kPackBytes,
-                                       MaxDynamicSmem(kernel, info));
+  const size_t smem =
+      std::min<size_t>((half - 2048) / kPackBytes * kPackBytes, MaxDynamicSmem(kernel, info));
   const int64_t cached = std::min<int64_t>(window, static_cast<int64_t>(smem / kPackBytes));
   if (cached < kBlock) { return false; }  // block_online stages stores in each thread's slot
   const size_t used = static_cast<size_t>(cached) * kPackBytes;
@@ -383,7 +382,8 @@ constexpr int64_t kSmallBlockPacks = 640;
 // The warp_tile ladder: kWidth lanes a row (1, 2, 4 or 8) times up to kWords words a lane (9, 13,
 // 17 or 25), two tiles a warp. A row of cols elements of T is cols * sizeof(T) / 4 words; it
 // takes the rung whose width is the largest power of two dividing that count, so that the count
-// over the width is odd, and whose words hold that odd count with at least 7 of them (PlanTileRows).
+// over the width is odd, and whose words hold that odd count with at least 7 of them
+// (PlanTileRows).
 template <typename Fn>
 void ForEachTileShape(Fn&& fn) {
   auto widths = [&](auto words_tag) {
@@ -409,9 +409,9 @@ template <typename T, Algorithm kAlgorithm, typename Shape>
 void PlanTile(const CudaDeviceInfo& info, int64_t rows, int64_t cols, Plan& plan) {
   constexpr int kRows = kTileRows<Shape::width>;
   constexpr int64_t kRowsPerBlock = int64_t{kTileBlockSize / kWarpSize} * Shape::tiles * kRows;
-  const auto* kernel = reinterpret_cast<const void*>(
-      &TileSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::words, Shape::tiles,
-                         Shape::min_blocks>);
+  const auto* kernel =
+      reinterpret_cast<const void*>(&TileSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::words,
+                                                       Shape::tiles, Shape::min_blocks>);
   plan.path = Path::kWarpTile;
   plan.pack = PackSize<T>::value;
   plan.width = Shape::width;
@@ -603,9 +603,7 @@ inline bool HoldFloat128x4(const void* max_l1_kernel, const CudaDeviceInfo& info
                            int64_t window, int& active, Plan& plan) {
   if (window < kFloat128x4HeldWindow) { return false; }
   const int held = MaxL1BlocksPerSm(max_l1_kernel, info, 128);
-  if (held <= 0 || held >= active || rows < kHoldMinWaves * held * info.sm_count) {
-    return false;
-  }
+  if (held <= 0 || held >= active || rows < kHoldMinWaves * held * info.sm_count) { return false; }
   plan.held_per_sm = held;
   plan.max_l1 = true;
   active = held;
@@ -669,8 +667,8 @@ constexpr RegistersShape k16BitShapes[] = {
 //    3000 0.984 -> 0.989 / 0.980 -> 0.987; at 3072, 256 x 4 stays (level on the H100, 0.981 /
 //    0.976 against 0.984 / 0.982 on the H200). (NOTES.md, item 69.)
 constexpr RegistersShape kFloatShapes[] = {
-    {128, 2, 192, 256},   {128, 3, 257, 383},   {128, 4, 384, 512},   {256, 3, 513, 767},
-    {256, 4, 768, 1024},  {512, 4, 1536, 2048}, {512, 8, 3072, 4096}, {1024, 8, 7168, 8192},
+    {128, 2, 192, 256},  {128, 3, 257, 383},   {128, 4, 384, 512},   {256, 3, 513, 767},
+    {256, 4, 768, 1024}, {512, 4, 1536, 2048}, {512, 8, 3072, 4096}, {1024, 8, 7168, 8192},
 };
 
 // 16-bit rows of 1792-2048 window packs (14336-16384 aligned columns) on 512 x 4, 32 values a
@@ -863,8 +861,7 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
     // on more threads (2048 columns on 256 x 2, 8192 on 1024 x 2, 16384 on 1024 x 4).
     if constexpr (std::is_same_v<T, float>) {
       const bool full = 32 * window >= 31 * 1024;
-      if (block == 256 &&
-          (full || (narrow_dram && window >= kNarrowDramFloat512x2LeastPacks))) {
+      if (block == 256 && (full || (narrow_dram && window >= kNarrowDramFloat512x2LeastPacks))) {
         const int64_t waves = full ? 16 : kNarrowDramFloat512x2MinWaves;
         const auto* kernel =
             reinterpret_cast<const void*>(&BlockRegisterSoftmaxKernel<T, kAlgorithm, 512, 2>);
@@ -892,9 +889,9 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
         WithWholeRowsKernel<T, kBlock, kPacks>(
             WholeRowsFallback<T>(kBlock, kPacks, window), [&](auto fallback_tag) {
               constexpr StoreFallback kFallback = decltype(fallback_tag)::value;
-              kernel = reinterpret_cast<const void*>(&BlockRegisterSoftmaxKernel<
-                                                     T, kAlgorithm, kBlock, kPacks, false, false,
-                                                     kFallback>);
+              kernel = reinterpret_cast<const void*>(
+                  &BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, false, false,
+                                              kFallback>);
               plan.launch =
                   &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks, false, false, kFallback>;
               plan.ragged = false;
@@ -917,9 +914,8 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
             &BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, false, true,
                                         StoreFallback::kElements, kMaxL1>);
         if (plan.ragged && HoldFloat128x4(held, info, rows, window, active, plan)) {
-          plan.launch =
-              &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks, false, true,
-                                    StoreFallback::kElements, kMaxL1>;
+          plan.launch = &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks, false, true,
+                                              StoreFallback::kElements, kMaxL1>;
         }
       }
       SetGrid(plan, rows, info, active, /*persistent=*/false);
@@ -1262,7 +1258,7 @@ std::unique_ptr<LogSoftmax> NewLogSoftmax() {
   return std::make_unique<SoftmaxImpl<T, Algorithm::kLogSoftmax, LogSoftmax>>();
 }
 
-#define ONEFLITE_SOFTMAX_DECLARE_DTYPE(T)                    \
+#define ONEFLITE_SOFTMAX_DECLARE_DTYPE(T)                   \
   extern template std::unique_ptr<Softmax> NewSoftmax<T>(); \
   extern template std::unique_ptr<LogSoftmax> NewLogSoftmax<T>();
 ONEFLITE_SOFTMAX_DECLARE_DTYPE(__half)

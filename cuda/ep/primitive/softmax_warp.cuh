@@ -37,7 +37,7 @@ struct WarpShape {
   static constexpr int packs = kPacks;
   static constexpr int bytes = kBytes;
   static constexpr int rows = kRows;
-  static constexpr int max_packs = kMaxPacks > 0 ? kMaxPacks : kWidth * kPacks;
+  static constexpr int max_packs = kMaxPacks > 0 ? kMaxPacks : kWidth* kPacks;
 };
 
 // Rows a group handles at once: two while a lane's share of a row is at most 16 values, so that
@@ -156,7 +156,7 @@ __global__ void __launch_bounds__(kWarpBlockSize, kWarpMinBlocksPerSm<T>)
 
   // The loop condition is per warp, not per group, so that every lane reaches every shuffle.
   for (int64_t tile = warp * kTileRows; tile < rows; tile += num_warps * kTileRows) {
-    WarpPack packs[kRows][kPacks];  // the window's whole packs; -inf for the rest
+    WarpPack packs[kRows][kPacks];        // the window's whole packs; -inf for the rest
     C e[kRows][kEdges > 0 ? kEdges : 1];  // this lane's edge columns; -inf past the edges
     int row_cols[kRows];  // cols, or 0 for a row past the end: then nothing is read or written
     int lead[kRows];      // edge columns [0, lead) come before the first whole pack

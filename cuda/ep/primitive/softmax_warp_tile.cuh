@@ -70,8 +70,7 @@ constexpr int kTileRows = kWarpSize / kWidth;
 // row's words l, l + kWidth, ... into registers, and writes the outputs back over the inputs;
 // then the warp stores the tile to y, which is 16-byte aligned where x is.
 template <typename T, Algorithm kAlgorithm, int kWidth, int kWords>
-__device__ __forceinline__ void TileRows(uint32_t* words, int n_words, int row_words,
-                                         T* y_tile) {
+__device__ __forceinline__ void TileRows(uint32_t* words, int n_words, int row_words, T* y_tile) {
   using C = ComputeType<T>;
   using Word = Pack<T, 4>;
   constexpr int kPerWord = PackSize<T, 4>::value;
@@ -147,8 +146,9 @@ __device__ __forceinline__ void TileRows(uint32_t* words, int n_words, int row_w
 // every other row), here 2 lanes hold 25 words each, and a row's max and sum take one shuffle
 // step each, not four. Blocks stride over the row tiles, in case the grid is capped.
 template <typename T, Algorithm kAlgorithm, int kWidth, int kWords, int kTiles, int kMinBlocks>
-__global__ void __launch_bounds__(
-    kTileBlockSize, kMinBlocks > 0 ? kMinBlocks : TileMinBlocks<T, kAlgorithm, kWidth, kWords>())
+__global__ void __launch_bounds__(kTileBlockSize,
+                                  kMinBlocks > 0 ? kMinBlocks
+                                                 : TileMinBlocks<T, kAlgorithm, kWidth, kWords>())
     TileSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int cols) {
   static_assert(!std::is_same_v<T, double>, "rows of whole 32-bit words of T");
   constexpr int kPerWord = PackSize<T, 4>::value;
@@ -169,8 +169,8 @@ __global__ void __launch_bounds__(
 #pragma unroll
     for (int t = 0; t < kTiles; ++t) {
       const int64_t left = rows - (first_row + t * kRows);
-      n_words[t] = static_cast<int>(max(int64_t{0}, min(static_cast<int64_t>(kRows), left))) *
-                   row_words;
+      n_words[t] =
+          static_cast<int>(max(int64_t{0}, min(static_cast<int64_t>(kRows), left))) * row_words;
     }
     // Tile t's copies are pipeline stage t. The tensor's last tile may end in 1-3 words past its
     // last whole pack; those are loaded through registers.

@@ -46,11 +46,16 @@ class CpuGeluFactory final : public GeluFactory {
  public:
   std::unique_ptr<Gelu> New(DataType dtype) override {
     switch (dtype) {
-      case DataType::kFloat16: return std::make_unique<CpuGelu<float16>>();
-      case DataType::kBFloat16: return std::make_unique<CpuGelu<bfloat16>>();
-      case DataType::kFloat32: return std::make_unique<CpuGelu<float>>();
-      case DataType::kFloat64: return std::make_unique<CpuGelu<double>>();
-      default: return nullptr;
+      case DataType::kFloat16:
+        return std::make_unique<CpuGelu<float16>>();
+      case DataType::kBFloat16:
+        return std::make_unique<CpuGelu<bfloat16>>();
+      case DataType::kFloat32:
+        return std::make_unique<CpuGelu<float>>();
+      case DataType::kFloat64:
+        return std::make_unique<CpuGelu<double>>();
+      default:
+        return nullptr;
     }
   }
 };

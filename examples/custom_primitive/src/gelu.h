@@ -15,8 +15,7 @@ class Gelu : public oneflite::ep::primitive::Primitive {
   virtual void Launch(oneflite::ep::Stream* stream, int64_t n, const void* x, void* y) = 0;
 };
 
-class GeluFactory
-    : public oneflite::ep::primitive::PrimitiveFactory<Gelu, oneflite::DataType> {
+class GeluFactory : public oneflite::ep::primitive::PrimitiveFactory<Gelu, oneflite::DataType> {
  public:
   static constexpr const char* kKind = "gelu";
 };

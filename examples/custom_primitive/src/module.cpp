@@ -14,8 +14,7 @@ PYBIND11_MODULE(_ext, m) {
       "gelu",
       [](const oneflite::Tensor& x) {
         using Sig = oneflite::Tensor(const oneflite::Tensor&);
-        static const auto gelu =
-            oneflite::functional::FunctionLibrary::Global().Find<Sig>("Gelu");
+        static const auto gelu = oneflite::functional::FunctionLibrary::Global().Find<Sig>("Gelu");
         ONEFLITE_TRACE_SCOPE(scope, "functor", "Gelu");
         return gelu(x);
       },

@@ -53,10 +53,9 @@ std::string StrCat(Args&&... args) {
 }  // namespace oneflite
 
 // ONEFLITE_CHECK(cond, ErrorClass, message parts...): throw ErrorClass(message) unless cond.
-#define ONEFLITE_CHECK(cond, ErrorClass, ...)                                 \
-  do {                                                                        \
+#define ONEFLITE_CHECK(cond, ErrorClass, ...)                                     \
+  do {                                                                            \
     if (!(cond)) { throw ErrorClass(::oneflite::internal::StrCat(__VA_ARGS__)); } \
   } while (0)
 
-#define ONEFLITE_THROW(ErrorClass, ...) \
-  throw ErrorClass(::oneflite::internal::StrCat(__VA_ARGS__))
+#define ONEFLITE_THROW(ErrorClass, ...) throw ErrorClass(::oneflite::internal::StrCat(__VA_ARGS__))

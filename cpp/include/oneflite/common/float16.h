@@ -4,8 +4,8 @@
 // in float: primitives load a 16-bit value, widen it, compute, and narrow once on store.
 #pragma once
 
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 namespace oneflite {

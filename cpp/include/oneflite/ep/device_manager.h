@@ -80,8 +80,9 @@ DeviceManager* GetDeviceManager(const Device& device);
 #define ONEFLITE_EP_CONCAT(a, b) ONEFLITE_EP_CONCAT_INNER(a, b)
 
 // Registers a DeviceManager subclass when the shared library holding this line is loaded.
-#define ONEFLITE_REGISTER_DEVICE_MANAGER(ManagerClass)                                      \
-  [[maybe_unused]] static const bool ONEFLITE_EP_CONCAT(oneflite_device_manager_registered_, __LINE__) = [] { \
-    ::oneflite::ep::RegisterDeviceManager(std::make_unique<ManagerClass>());                \
-    return true;                                                                            \
+#define ONEFLITE_REGISTER_DEVICE_MANAGER(ManagerClass)                                       \
+  [[maybe_unused]] static const bool ONEFLITE_EP_CONCAT(oneflite_device_manager_registered_, \
+                                                        __LINE__) = [] {                     \
+    ::oneflite::ep::RegisterDeviceManager(std::make_unique<ManagerClass>());                 \
+    return true;                                                                             \
   }()

@@ -102,10 +102,10 @@ struct KernelRegistrar {
 
 #define ONEFLITE_KERNEL_CONCAT_INNER(a, b) a##b
 #define ONEFLITE_KERNEL_CONCAT(a, b) ONEFLITE_KERNEL_CONCAT_INNER(a, b)
-#define ONEFLITE_REGISTER_KERNEL(op_name, KernelClass)                                        \
-  [[maybe_unused]] static const ::oneflite::KernelRegistrar ONEFLITE_KERNEL_CONCAT(oneflite_kernel_registrar_, \
-                                                                  __LINE__) =                 \
-      ::oneflite::KernelRegistrationBuilder(                                                  \
-          op_name, #KernelClass, [](const ::oneflite::KernelMatchContext& ctx) {              \
-            return std::unique_ptr<::oneflite::OpKernel>(new KernelClass(ctx));               \
+#define ONEFLITE_REGISTER_KERNEL(op_name, KernelClass)                              \
+  [[maybe_unused]] static const ::oneflite::KernelRegistrar ONEFLITE_KERNEL_CONCAT( \
+      oneflite_kernel_registrar_, __LINE__) =                                       \
+      ::oneflite::KernelRegistrationBuilder(                                        \
+          op_name, #KernelClass, [](const ::oneflite::KernelMatchContext& ctx) {    \
+            return std::unique_ptr<::oneflite::OpKernel>(new KernelClass(ctx));     \
           })

@@ -153,7 +153,6 @@ class OpBuilder {
 
 #define ONEFLITE_OP_CONCAT_INNER(a, b) a##b
 #define ONEFLITE_OP_CONCAT(a, b) ONEFLITE_OP_CONCAT_INNER(a, b)
-#define ONEFLITE_REGISTER_OP(name)                                                   \
-  [[maybe_unused]] static const ::oneflite::OpRegistrar ONEFLITE_OP_CONCAT(oneflite_op_registrar_,    \
-                                                          __LINE__) =                \
-      ::oneflite::OpDefBuilder(name)
+#define ONEFLITE_REGISTER_OP(name)                                          \
+  [[maybe_unused]] static const ::oneflite::OpRegistrar ONEFLITE_OP_CONCAT( \
+      oneflite_op_registrar_, __LINE__) = ::oneflite::OpDefBuilder(name)

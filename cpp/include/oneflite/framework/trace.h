@@ -62,12 +62,12 @@ class Scope {
 }  // namespace oneflite::trace
 
 // Opens a trace scope named `var` whose text is built only while tracing is on.
-#define ONEFLITE_TRACE_SCOPE(var, layer, text)                     \
-  std::optional<::oneflite::trace::Scope> var;                     \
+#define ONEFLITE_TRACE_SCOPE(var, layer, text) \
+  std::optional<::oneflite::trace::Scope> var; \
   if (::oneflite::trace::IsEnabled()) { var.emplace(layer, text); }
 
 // Records one event whose text is built only while tracing is on.
-#define ONEFLITE_TRACE(layer, text)                                               \
-  do {                                                                            \
+#define ONEFLITE_TRACE(layer, text)                                                 \
+  do {                                                                              \
     if (::oneflite::trace::IsEnabled()) { ::oneflite::trace::Record(layer, text); } \
   } while (0)

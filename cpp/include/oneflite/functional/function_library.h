@@ -80,13 +80,14 @@ class FunctionLibrary {
 
 // ONEFLITE_FUNCTION_LIBRARY(m) { m.Add<SoftmaxFunctor>("Softmax", "..."); }
 // runs its body against the global library when the shared library is loaded.
-#define ONEFLITE_FUNCTION_LIBRARY(m)                                                        \
-  static void ONEFLITE_FUNCTIONAL_CONCAT(OnefliteAddFunctors, __LINE__)(                    \
-      ::oneflite::functional::FunctionLibrary & m);                                         \
-  [[maybe_unused]] static const bool ONEFLITE_FUNCTIONAL_CONCAT(oneflite_functors_added_, __LINE__) = [] {   \
-    ONEFLITE_FUNCTIONAL_CONCAT(OnefliteAddFunctors, __LINE__)                               \
-    (::oneflite::functional::FunctionLibrary::Global());                                    \
-    return true;                                                                            \
-  }();                                                                                      \
-  static void ONEFLITE_FUNCTIONAL_CONCAT(OnefliteAddFunctors, __LINE__)(                    \
-      ::oneflite::functional::FunctionLibrary & m)
+#define ONEFLITE_FUNCTION_LIBRARY(m)                                                             \
+  static void ONEFLITE_FUNCTIONAL_CONCAT(OnefliteAddFunctors,                                    \
+                                         __LINE__)(::oneflite::functional::FunctionLibrary & m); \
+  [[maybe_unused]] static const bool ONEFLITE_FUNCTIONAL_CONCAT(oneflite_functors_added_,        \
+                                                                __LINE__) = [] {                 \
+    ONEFLITE_FUNCTIONAL_CONCAT(OnefliteAddFunctors, __LINE__)                                    \
+    (::oneflite::functional::FunctionLibrary::Global());                                         \
+    return true;                                                                                 \
+  }();                                                                                           \
+  static void ONEFLITE_FUNCTIONAL_CONCAT(OnefliteAddFunctors,                                    \
+                                         __LINE__)(::oneflite::functional::FunctionLibrary & m)

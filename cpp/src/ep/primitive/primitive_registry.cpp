@@ -87,7 +87,9 @@ std::optional<std::string> PrimitiveRegistry::Forced(const std::string& kind) co
 std::string PrimitiveRegistry::DescribeForced() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::string text;
-  for (const auto& [kind, name] : forced_) { text += (text.empty() ? "" : ", ") + kind + "=" + name; }
+  for (const auto& [kind, name] : forced_) {
+    text += (text.empty() ? "" : ", ") + kind + "=" + name;
+  }
   return text;
 }
 

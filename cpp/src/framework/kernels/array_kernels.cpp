@@ -63,9 +63,8 @@ class CastKernel final : public OpKernel {
     ONEFLITE_CHECK(x.is_contiguous() && x.is_aligned(), ValueError,
                    "cast kernel: the input must be contiguous and aligned for its dtype");
     const auto& primitive = primitives_[static_cast<int>(y.dtype())];
-    ONEFLITE_CHECK(primitive != nullptr, NotImplementedError, "cast from ", NameOf(from_),
-                   " to ", NameOf(y.dtype()), " is not implemented on '",
-                   x.device().ToString(), "'");
+    ONEFLITE_CHECK(primitive != nullptr, NotImplementedError, "cast from ", NameOf(from_), " to ",
+                   NameOf(y.dtype()), " is not implemented on '", x.device().ToString(), "'");
     if (x.numel() == 0) { return; }
     primitive->Launch(ctx->stream(), x.data_ptr(), y.data_ptr(), x.numel());
   }

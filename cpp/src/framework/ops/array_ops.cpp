@@ -17,15 +17,17 @@ ONEFLITE_REGISTER_OP("transpose")
       for (size_t i = 0; i < perm.size(); ++i) { out[i] = in.at(perm[i]); }
       ctx->output(0).shape = out;
     })
-    .SetDoc("out = in with dims reordered, out.shape[i] = in.shape[perm[i]]; out is contiguous "
-            "(with the identity perm this makes a strided view contiguous)");
+    .SetDoc(
+        "out = in with dims reordered, out.shape[i] = in.shape[perm[i]]; out is contiguous "
+        "(with the identity perm this makes a strided view contiguous)");
 
 ONEFLITE_REGISTER_OP("cast")
     .Input("in")
     .Output("out")
     .Attr("dtype")
-    .SetDataTypeInferFn(
-        [](InferContext* ctx) { ctx->output(0).dtype = ctx->attrs().Get<DataType>("dtype"); })
+    .SetDataTypeInferFn([](InferContext* ctx) {
+      ctx->output(0).dtype = ctx->attrs().Get<DataType>("dtype");
+    })
     .SetDoc("out = in converted to `dtype`");
 
 ONEFLITE_REGISTER_OP("copy")

@@ -16,9 +16,8 @@ namespace impl {
 int64_t ImplicitSoftmaxDim(int64_t ndim) { return (ndim == 0 || ndim == 1 || ndim == 3) ? 0 : 1; }
 
 std::string DescribeDim(std::optional<int64_t> dim, int64_t d, int64_t ndim) {
-  std::string text = dim.has_value()
-                         ? "dim=" + std::to_string(*dim)
-                         : "dim=None -> " + std::to_string(d) + " by the implicit rule";
+  std::string text = dim.has_value() ? "dim=" + std::to_string(*dim)
+                                     : "dim=None -> " + std::to_string(d) + " by the implicit rule";
   if (dim.has_value() && *dim != d) { text += " -> " + std::to_string(d); }
   if (ndim == 0) { return text + "; a 0-d tensor is computed as one row of one element"; }
   if (d == ndim - 1) { return text + " is the last dim: the op runs directly"; }
@@ -85,8 +84,7 @@ class LogSoftmaxFunctor : public SoftmaxFunctorBase {
 }  // namespace impl
 
 ONEFLITE_FUNCTION_LIBRARY(m) {
-  m.Add<impl::SoftmaxFunctor>("Softmax",
-                              "Softmax(Tensor x, int? dim, DataType? dtype) -> Tensor");
+  m.Add<impl::SoftmaxFunctor>("Softmax", "Softmax(Tensor x, int? dim, DataType? dtype) -> Tensor");
   m.Add<impl::LogSoftmaxFunctor>("LogSoftmax",
                                  "LogSoftmax(Tensor x, int? dim, DataType? dtype) -> Tensor");
 }

@@ -17,16 +17,15 @@ class TransposeFunctor {
   Tensor operator()(const Tensor& x, const std::vector<int64_t>& perm) const {
     ONEFLITE_CHECK(x.defined(), TypeError, "transpose(): expected a tensor");
     const int64_t ndim = x.ndim();
-    ONEFLITE_CHECK(static_cast<int64_t>(perm.size()) == ndim, ValueError,
-                   "transpose(): perm has ", perm.size(), " entries for a tensor of ", ndim,
-                   " dims");
+    ONEFLITE_CHECK(static_cast<int64_t>(perm.size()) == ndim, ValueError, "transpose(): perm has ",
+                   perm.size(), " entries for a tensor of ", ndim, " dims");
     std::vector<int64_t> wrapped(perm.size());
     std::vector<bool> seen(perm.size(), false);
     for (size_t i = 0; i < perm.size(); ++i) {
       int64_t d = perm[i];
       ONEFLITE_CHECK(d >= -ndim && d < ndim, IndexError,
-                     "Dimension out of range (expected to be in range of [", -ndim, ", ",
-                     ndim - 1, "], but got ", d, ")");
+                     "Dimension out of range (expected to be in range of [", -ndim, ", ", ndim - 1,
+                     "], but got ", d, ")");
       d = d < 0 ? d + ndim : d;
       ONEFLITE_CHECK(!seen[d], ValueError, "transpose(): dim ", d, " appears twice in perm");
       seen[d] = true;

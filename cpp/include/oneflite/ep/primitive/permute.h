@@ -17,9 +17,8 @@ namespace oneflite::ep::primitive {
 // of an unaligned buffer); dst is aligned for its dtype.
 class Permute : public Primitive {
  public:
-  virtual void Launch(Stream* stream, int ndim, const int64_t* src_dims,
-                      const int64_t* src_strides, const void* src, const int* perm,
-                      void* dst) = 0;
+  virtual void Launch(Stream* stream, int ndim, const int64_t* src_dims, const int64_t* src_strides,
+                      const void* src, const int* perm, void* dst) = 0;
 };
 
 class PermuteFactory : public PrimitiveFactory<Permute, DataType> {

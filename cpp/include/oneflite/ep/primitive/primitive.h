@@ -101,7 +101,7 @@ class PrimitiveRegistry {
 // returns one; nullptr if none does. The primitive remembers which backend made it.
 template <typename FactoryT, typename... Args>
 std::unique_ptr<typename FactoryT::PrimitiveType> NewPrimitive(DeviceType device_type,
-                                                              Args&&... args) {
+                                                               Args&&... args) {
   for (const auto& entry : PrimitiveRegistry::Global().Candidates(FactoryT::kKind, device_type)) {
     auto* factory = dynamic_cast<FactoryT*>(entry.factory.get());
     if (factory == nullptr) { continue; }
@@ -119,14 +119,15 @@ std::unique_ptr<typename FactoryT::PrimitiveType> NewPrimitive(DeviceType device
 // registers `Impl` (a subclass of KindFactory with a default constructor) as backend "name" of
 // KindFactory::kKind on `device_type`, when the shared library holding the line is loaded. The
 // dtypes list what the backend serves, for listings; Impl::New stays the authority.
-#define ONEFLITE_REGISTER_PRIMITIVE(KindFactory, device_type, name, priority, Impl, ...)        \
-  [[maybe_unused]] static const bool ONEFLITE_PRIMITIVE_CONCAT(oneflite_primitive_registered_, __LINE__) = [] { \
+#define ONEFLITE_REGISTER_PRIMITIVE(KindFactory, device_type, name, priority, Impl, ...)          \
+  [[maybe_unused]] static const bool ONEFLITE_PRIMITIVE_CONCAT(oneflite_primitive_registered_,    \
+                                                               __LINE__) = [] {                   \
     static_assert(std::is_base_of_v<KindFactory, Impl>, #Impl " must derive from " #KindFactory); \
-    ::oneflite::ep::primitive::PrimitiveRegistry::Global().Register(                           \
-        {KindFactory::kKind, device_type, name, priority,                                      \
-         std::vector<::oneflite::DataType>{__VA_ARGS__}},                                      \
-        std::make_shared<Impl>());                                                             \
-    return true;                                                                               \
+    ::oneflite::ep::primitive::PrimitiveRegistry::Global().Register(                              \
+        {KindFactory::kKind, device_type, name, priority,                                         \
+         std::vector<::oneflite::DataType>{__VA_ARGS__}},                                         \
+        std::make_shared<Impl>());                                                                \
+    return true;                                                                                  \
   }()
 
 #define ONEFLITE_PRIMITIVE_CONCAT_INNER(a, b) a##b

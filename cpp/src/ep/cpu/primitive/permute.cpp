@@ -69,11 +69,16 @@ class ReferencePermuteFactory final : public PermuteFactory {
  public:
   std::unique_ptr<Permute> New(DataType dtype) override {
     switch (SizeOf(dtype)) {
-      case 1: return std::make_unique<PermuteImpl<uint8_t>>();
-      case 2: return std::make_unique<PermuteImpl<uint16_t>>();
-      case 4: return std::make_unique<PermuteImpl<uint32_t>>();
-      case 8: return std::make_unique<PermuteImpl<uint64_t>>();
-      default: return nullptr;
+      case 1:
+        return std::make_unique<PermuteImpl<uint8_t>>();
+      case 2:
+        return std::make_unique<PermuteImpl<uint16_t>>();
+      case 4:
+        return std::make_unique<PermuteImpl<uint32_t>>();
+      case 8:
+        return std::make_unique<PermuteImpl<uint64_t>>();
+      default:
+        return nullptr;
     }
   }
 };

@@ -77,18 +77,24 @@ enum class Isa { kPortable, kAvx2, kAvx512 };
 
 const char* IsaName(Isa isa) {
   switch (isa) {
-    case Isa::kPortable: return "portable";
-    case Isa::kAvx2: return "avx2";
-    case Isa::kAvx512: return "avx512";
+    case Isa::kPortable:
+      return "portable";
+    case Isa::kAvx2:
+      return "avx2";
+    case Isa::kAvx512:
+      return "avx512";
   }
   return "?";
 }
 
 const char* IsaDescription(Isa isa) {
   switch (isa) {
-    case Isa::kPortable: return "portable 128-bit vectors";
-    case Isa::kAvx2: return "AVX2+FMA+F16C, 8 floats per vector";
-    case Isa::kAvx512: return "AVX-512, 16 floats per vector";
+    case Isa::kPortable:
+      return "portable 128-bit vectors";
+    case Isa::kAvx2:
+      return "AVX2+FMA+F16C, 8 floats per vector";
+    case Isa::kAvx512:
+      return "AVX-512, 16 floats per vector";
   }
   return "?";
 }
@@ -150,10 +156,16 @@ void Rows(Isa isa, int64_t rows, int64_t cols, const T* x, T* y, bool log) {
   }
   switch (isa) {
 #if ONEFLITE_CPU_MULTIVERSION
-    case Isa::kAvx512: avx512::Rows(rows, cols, x, y, log, buffer); return;
-    case Isa::kAvx2: avx2::Rows(rows, cols, x, y, log, buffer); return;
+    case Isa::kAvx512:
+      avx512::Rows(rows, cols, x, y, log, buffer);
+      return;
+    case Isa::kAvx2:
+      avx2::Rows(rows, cols, x, y, log, buffer);
+      return;
 #endif
-    default: portable::Rows(rows, cols, x, y, log, buffer); return;
+    default:
+      portable::Rows(rows, cols, x, y, log, buffer);
+      return;
   }
 }
 
@@ -222,9 +234,12 @@ class FastFactory final : public FactoryT {
         return std::make_unique<FastSoftmax<Interface, float16, kLog>>(isa);
       case DataType::kBFloat16:
         return std::make_unique<FastSoftmax<Interface, bfloat16, kLog>>(isa);
-      case DataType::kFloat32: return std::make_unique<FastSoftmax<Interface, float, kLog>>(isa);
-      case DataType::kFloat64: return std::make_unique<FastSoftmax<Interface, double, kLog>>(isa);
-      default: return nullptr;
+      case DataType::kFloat32:
+        return std::make_unique<FastSoftmax<Interface, float, kLog>>(isa);
+      case DataType::kFloat64:
+        return std::make_unique<FastSoftmax<Interface, double, kLog>>(isa);
+      default:
+        return nullptr;
     }
   }
 };
@@ -236,9 +251,9 @@ using FastLogSoftmaxFactory = FastFactory<LogSoftmaxFactory, true>;
 ONEFLITE_REGISTER_PRIMITIVE(SoftmaxFactory, DeviceType::kCPU, "fast", 10, FastSoftmaxFactory,
                             DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
                             DataType::kFloat64);
-ONEFLITE_REGISTER_PRIMITIVE(LogSoftmaxFactory, DeviceType::kCPU, "fast", 10,
-                            FastLogSoftmaxFactory, DataType::kFloat16, DataType::kBFloat16,
-                            DataType::kFloat32, DataType::kFloat64);
+ONEFLITE_REGISTER_PRIMITIVE(LogSoftmaxFactory, DeviceType::kCPU, "fast", 10, FastLogSoftmaxFactory,
+                            DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
+                            DataType::kFloat64);
 
 }  // namespace
 

@@ -27,13 +27,20 @@ using ComputeType = typename ComputeTypeOf<T>::type;
 template <typename Fn>
 decltype(auto) DispatchDataType(DataType dtype, Fn&& fn) {
   switch (dtype) {
-    case DataType::kFloat16: return fn(float16{});
-    case DataType::kBFloat16: return fn(bfloat16{});
-    case DataType::kFloat32: return fn(float{});
-    case DataType::kFloat64: return fn(double{});
-    case DataType::kInt32: return fn(int32_t{});
-    case DataType::kInt64: return fn(int64_t{});
-    case DataType::kBool: return fn(bool{});
+    case DataType::kFloat16:
+      return fn(float16{});
+    case DataType::kBFloat16:
+      return fn(bfloat16{});
+    case DataType::kFloat32:
+      return fn(float{});
+    case DataType::kFloat64:
+      return fn(double{});
+    case DataType::kInt32:
+      return fn(int32_t{});
+    case DataType::kInt64:
+      return fn(int64_t{});
+    case DataType::kBool:
+      return fn(bool{});
   }
   ONEFLITE_THROW(ValueError, "unknown dtype code ", static_cast<int>(dtype));
 }
