@@ -177,8 +177,9 @@ class Placements:
     freed block to the next allocation of its size (the last freed first): before each call the
     round's block is let go (``release``), the call's output takes it, and the output is kept
     (``hold``) until the round comes round again. So oneflite's own output and the block lent to
-    a peer (``Bench._output_like``) land in the round's block alike. ``used`` records the
-    output's address of every call, by provider."""
+    a peer (``Bench._output_like``) land in the round's block alike. The timer's warm-up visits
+    every placement once before any call is timed, so that no timed call makes a block
+    (Timer.samples). ``used`` records the output's address of every timed call, by provider."""
 
     def __init__(self, inputs: list[Input]) -> None:
         self.inputs = inputs
@@ -196,8 +197,12 @@ class Placements:
     def release(self) -> None:
         self._held[self.index] = None
 
-    def hold(self, name: str, output: Any) -> None:
+    def keep(self, output: Any) -> None:
+        """Keeps the output as the round's block, recording nothing (the warm-up's calls)."""
         self._held[self.index] = output
+
+    def hold(self, name: str, output: Any) -> None:
+        self.keep(output)
         self.used.setdefault(name, []).append(output.data_ptr() if output is not None else 0)
 
 
@@ -234,6 +239,17 @@ class Timer:
         for fn in fns.values():
             for _ in range(self.warmup):
                 fn()
+        if places is not None:
+            # One more untimed pass, over every placement, so that each placement's output
+            # block exists before the first timed call: else the first call at each placement
+            # allocates it, and oneflite's own call (which takes its output inside the timed
+            # region, as its users' calls do) paid 60-470 us for a fresh block of 200-800 MB
+            # there, three or four outliers a shape (an H100).
+            for n in range(len(places.inputs)):
+                places.start_round(n)
+                for fn in fns.values():
+                    places.release()
+                    places.keep(fn())
         times: dict[str, list[float]] = {name: [] for name in fns}
         for n in range(self.repeats):
             if places is not None:

@@ -287,7 +287,11 @@ def test_gpu_rounds_take_turns_over_placements_and_share_each_one() -> None:
         def __del__(self) -> None:
             free.append(self.address)
 
+    timing = [False]  # set by the first timed call's event
+
     def allocate() -> Block:
+        # Every placement's block is made by the untimed warm-up: no timed call allocates one.
+        assert free or not timing[0], "a timed call allocated a fresh block"
         return Block(free.pop() if free else next(fresh))
 
     class Event:
@@ -295,7 +299,7 @@ def test_gpu_rounds_take_turns_over_placements_and_share_each_one() -> None:
             pass
 
         def record(self) -> None:
-            pass
+            timing[0] = True
 
         def synchronize(self) -> None:
             pass
@@ -319,7 +323,10 @@ def test_gpu_rounds_take_turns_over_placements_and_share_each_one() -> None:
                   repeats=7)
     timer.interleaved({"own": own, "lent": WithOutput(allocate, lent)}, places)
     rounds = ["x0", "x1", "x2"] * 2 + ["x0"]
-    assert read["own"][1:] == rounds and read["lent"][1:] == rounds  # [0]: the warm-up
+    # [0]: the warm-up call; [1:4]: the warm-up's pass over the placements
+    warm = ["x0", "x1", "x2"]
+    assert read["own"][1:4] == warm and read["lent"][1:4] == warm
+    assert read["own"][4:] == rounds and read["lent"][4:] == rounds
     assert places.used["own"] == places.used["lent"]
     blocks = places.used["own"]
     assert len(set(blocks[:3])) == 3 and blocks[3:] == blocks[:3] + blocks[:1]
