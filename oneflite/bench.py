@@ -243,7 +243,7 @@ class Timer:
             # One more untimed pass, over every placement, so that each placement's output
             # block exists before the first timed call: else the first call at each placement
             # allocates it, and oneflite's own call (which takes its output inside the timed
-            # region, as its users' calls do) paid 60-470 us for a fresh block of 200-800 MB
+            # region, as its users' calls do) paid 60-690 us for a fresh block of 100-400 MB
             # there, three or four outliers a shape (an H100).
             for n in range(len(places.inputs)):
                 places.start_round(n)
