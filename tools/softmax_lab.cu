@@ -14,6 +14,10 @@
 //   --rows N                             rows of every shape (default the benchmark's: 98304 up
 //                                        to 2048 cols, 2^27 / cols beyond)
 //   --triton DIR                         where the variant triton finds its kernels
+//   --interleave                         time the copy and the variants round by round, one
+//                                        call of each a round, as python -m oneflite.bench
+//                                        takes its providers, instead of each one's calls in a
+//                                        row
 //   --y-offset N                         y starts N elements past an aligned address (x stays
 //                                        aligned), to run the kernels' store fallbacks; the N
 //                                        elements before y and after it must stay untouched
@@ -83,6 +87,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -126,6 +131,7 @@ struct Options {
   int64_t rows = 0;  // 0: the benchmark's rows for each cols
   std::string triton_dir;
   int64_t y_offset = 0;
+  bool interleave = false;
 };
 
 [[maybe_unused]] float ToFloat(__half v) { return __half2float(v); }
@@ -177,29 +183,44 @@ class L2Flush {
   int grid_;
 };
 
+// The median time in ms of each call over `reps` rounds, a round timing every call once in
+// order, each between its own pair of events with L2 flushed before it (--interleave).
+std::vector<float> InterleavedMedianMs(cudaStream_t stream, const L2Flush& flush, int reps,
+                                       const std::vector<std::function<void()>>& calls) {
+  cudaEvent_t begin, end;
+  LAB_CHECK(cudaEventCreate(&begin));
+  LAB_CHECK(cudaEventCreate(&end));
+  for (int i = 0; i < 3; ++i) {
+    for (const auto& call : calls) { call(); }
+  }
+  std::vector<std::vector<float>> times(calls.size());
+  for (int i = 0; i < reps; ++i) {
+    for (size_t c = 0; c < calls.size(); ++c) {
+      flush(stream);
+      LAB_CHECK(cudaEventRecord(begin, stream));
+      calls[c]();
+      LAB_CHECK(cudaEventRecord(end, stream));
+      LAB_CHECK(cudaEventSynchronize(end));
+      float ms = 0;
+      LAB_CHECK(cudaEventElapsedTime(&ms, begin, end));
+      times[c].push_back(ms);
+    }
+  }
+  LAB_CHECK(cudaEventDestroy(begin));
+  LAB_CHECK(cudaEventDestroy(end));
+  std::vector<float> medians;
+  for (auto& t : times) {
+    std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
+    medians.push_back(t[t.size() / 2]);
+  }
+  return medians;
+}
+
 // The median time in ms of `reps` calls of fn, each between its own pair of events, with L2
 // flushed before each.
 template <typename Fn>
 float MedianMs(cudaStream_t stream, const L2Flush& flush, int reps, Fn&& fn) {
-  cudaEvent_t begin, end;
-  LAB_CHECK(cudaEventCreate(&begin));
-  LAB_CHECK(cudaEventCreate(&end));
-  for (int i = 0; i < 3; ++i) { fn(); }
-  std::vector<float> times;
-  for (int i = 0; i < reps; ++i) {
-    flush(stream);
-    LAB_CHECK(cudaEventRecord(begin, stream));
-    fn();
-    LAB_CHECK(cudaEventRecord(end, stream));
-    LAB_CHECK(cudaEventSynchronize(end));
-    float ms = 0;
-    LAB_CHECK(cudaEventElapsedTime(&ms, begin, end));
-    times.push_back(ms);
-  }
-  LAB_CHECK(cudaEventDestroy(begin));
-  LAB_CHECK(cudaEventDestroy(end));
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return InterleavedMedianMs(stream, flush, reps, {std::function<void()>(fn)})[0];
 }
 
 // Launches the plan's block path through the block kernel of plan.block threads built with the
@@ -782,24 +803,58 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
     LAB_CHECK(cudaMalloc(&copy, bytes));
     LAB_CHECK(cudaMemcpy(x, host_x.data(), bytes, cudaMemcpyHostToDevice));
 
-    const float copy_ms = MedianMs(stream, flush, options.reps, [&] {
+    const std::function<void()> copy_call = [&] {
       LAB_CHECK(cudaMemcpyAsync(copy, x, bytes, cudaMemcpyDeviceToDevice, stream));
-    });
+    };
+    struct Run {
+      std::string variant;
+      Plan plan;
+      TritonKernel triton;
+      std::function<void()> call;
+    };
+    std::vector<Run> runs;
     for (const std::string& variant : options.variants) {
       const bool triton_variant = variant == "triton";
-      const Plan plan =
-          VariantPlan<T>(options, triton_variant ? "default" : variant, info, rows, cols);
-      if (plan.launch == nullptr) { continue; }  // a warp=WxN rung that does not fit the row
-      const TritonKernel triton = triton_variant ? LoadTriton(options, name, cols) : TritonKernel{};
-      // NaN: a row the kernel skipped cannot pass
-      LAB_CHECK(cudaMemset(y_block, 0xff, y_block_bytes));
-      const float ms = MedianMs(stream, flush, options.reps, [&] {
-        if (triton_variant) {
-          LaunchTriton(triton, stream, rows, cols, x, y);
+      Run run{variant,
+              VariantPlan<T>(options, triton_variant ? "default" : variant, info, rows, cols),
+              triton_variant ? LoadTriton(options, name, cols) : TritonKernel{},
+              {}};
+      if (run.plan.launch == nullptr) { continue; }  // a warp=WxN rung that does not fit the row
+      runs.push_back(run);
+    }
+    for (Run& run : runs) {
+      const Run* r = &run;
+      run.call = [=, &stream] {
+        if (r->variant == "triton") {
+          LaunchTriton(r->triton, stream, rows, cols, x, y);
         } else {
-          plan.launch(plan, stream, rows, cols, x, y);
+          r->plan.launch(r->plan, stream, rows, cols, x, y);
         }
-      });
+      };
+    }
+    // The copy's time and each run's: round by round (--interleave), or each call's in a row.
+    std::vector<float> times;
+    if (options.interleave) {
+      std::vector<std::function<void()>> calls = {copy_call};
+      for (const Run& run : runs) { calls.push_back(run.call); }
+      times = InterleavedMedianMs(stream, flush, options.reps, calls);
+    } else {
+      times.push_back(MedianMs(stream, flush, options.reps, copy_call));
+      for (const Run& run : runs) {
+        times.push_back(MedianMs(stream, flush, options.reps, run.call));
+      }
+    }
+    const float copy_ms = times[0];
+    for (size_t v = 0; v < runs.size(); ++v) {
+      const std::string& variant = runs[v].variant;
+      const bool triton_variant = variant == "triton";
+      const Plan& plan = runs[v].plan;
+      const TritonKernel& triton = runs[v].triton;
+      const float ms = times[v + 1];
+      // The checked output is this run's own: y set to NaN (a row the kernel skipped cannot
+      // pass), then one more call.
+      LAB_CHECK(cudaMemset(y_block, 0xff, y_block_bytes));
+      runs[v].call();
       LAB_CHECK(cudaStreamSynchronize(stream));
       LAB_CHECK(cudaGetLastError());
 
@@ -879,6 +934,8 @@ int main(int argc, char** argv) {
       options.rows = std::stoll(value());
     } else if (arg == "--triton") {
       options.triton_dir = value();
+    } else if (arg == "--interleave") {
+      options.interleave = true;
     } else if (arg == "--y-offset") {
       options.y_offset = std::stoll(value());
     } else if (arg == "--cols") {

@@ -6,7 +6,7 @@
 #                                   online=N|block=N|copy=registers|passes=3|pack=2|
 #                                   cache=float|path=registers|registers=BxN|rows=N|
 #                                   held=0|warp=WxN[xB]|grid=Nx|occ=N|hold=off|triton ...]
-#                        [--reps N] [--triton DIR]
+#                        [--reps N] [--triton DIR] [--interleave]
 #
 # The variants are described at the top of tools/softmax_lab.cu. The variant triton runs the
 # cubins tools/triton_cubins.py wrote into --triton DIR.
