@@ -815,22 +815,17 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
     std::vector<Run> runs;
     for (const std::string& variant : options.variants) {
       const bool triton_variant = variant == "triton";
-      Run run{variant,
-              VariantPlan<T>(options, triton_variant ? "default" : variant, info, rows, cols),
-              triton_variant ? LoadTriton(options, name, cols) : TritonKernel{},
-              {}};
-      if (run.plan.launch == nullptr) { continue; }  // a warp=WxN rung that does not fit the row
-      runs.push_back(run);
-    }
-    for (Run& run : runs) {
-      const Run* r = &run;
-      run.call = [=, &stream] {
-        if (r->variant == "triton") {
-          LaunchTriton(r->triton, stream, rows, cols, x, y);
-        } else {
-          r->plan.launch(r->plan, stream, rows, cols, x, y);
-        }
-      };
+      const Plan plan =
+          VariantPlan<T>(options, triton_variant ? "default" : variant, info, rows, cols);
+      if (plan.launch == nullptr) { continue; }  // a warp=WxN rung that does not fit the row
+      const TritonKernel triton = triton_variant ? LoadTriton(options, name, cols) : TritonKernel{};
+      runs.push_back({variant, plan, triton, [=, &stream] {
+                        if (triton_variant) {
+                          LaunchTriton(triton, stream, rows, cols, x, y);
+                        } else {
+                          plan.launch(plan, stream, rows, cols, x, y);
+                        }
+                      }});
     }
     // The copy's time and each run's: round by round (--interleave), or each call's in a row.
     std::vector<float> times;
