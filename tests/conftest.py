@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -160,3 +161,26 @@ def run_python(*args: str, cwd: str | Path, env: dict[str, str] | None = None):
         env=environment,
         timeout=300,
     )
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_cpp_check(source: Path, tmp_path: Path, *flags: str) -> str:
+    """Builds a standalone C++ check (tests/cpp) against oneflite's headers and runs it: skips
+    where no C++ compiler is found, fails if the build or the check fails, returns its output."""
+    compiler = next((c for c in (os.environ.get("CXX"), "g++", "c++", "clang++")
+                     if c and shutil.which(c)), None)
+    if compiler is None:
+        pytest.skip("no C++ compiler")
+    binary = tmp_path / source.stem
+    build = subprocess.run(
+        [compiler, "-O2", "-std=c++17", "-Wall", "-Werror", *flags,
+         f"-I{ROOT / 'cpp' / 'include'}", f"-I{ROOT / 'cpp' / 'src'}", str(source),
+         "-o", str(binary)],
+        capture_output=True, text=True, check=False, timeout=300,
+    )
+    assert build.returncode == 0, build.stderr
+    run = subprocess.run([str(binary)], capture_output=True, text=True, check=False, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    return run.stdout

@@ -9,19 +9,15 @@ there, but the 16-lane code also runs under AVX2).
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import run_python
+from conftest import run_cpp_check, run_python
 
 import oneflite
 import oneflite.nn.functional as F
 
-ROOT = Path(__file__).resolve().parent.parent
 CHECK_SOURCE = Path(__file__).resolve().parent / "cpp" / "simd_softmax_check.cpp"
 
 # What each variant's trace says, as Describe() words it.
@@ -132,28 +128,10 @@ def test_an_unknown_variant_name_is_a_value_error(tmp_path: Path) -> None:
     assert "ValueError: ONEFLITE_CPU_ISA=sse9" in result.stdout
 
 
-def _compiler() -> str | None:
-    for name in (os.environ.get("CXX"), "g++", "c++", "clang++"):
-        if name and shutil.which(name):
-            return name
-    return None
-
-
 def test_kernel_variants_compiled_standalone_are_exact(tmp_path: Path) -> None:
-    compiler = _compiler()
-    if compiler is None:
-        pytest.skip("no C++ compiler")
-    binary = tmp_path / "simd_softmax_check"
-    build = subprocess.run(
-        [compiler, "-O2", "-std=c++17", "-Wno-psabi", f"-I{ROOT / 'cpp' / 'include'}",
-         f"-I{ROOT / 'cpp' / 'src'}", str(CHECK_SOURCE), "-o", str(binary)],
-        capture_output=True, text=True, check=False, timeout=300,
-    )
-    assert build.returncode == 0, build.stderr
-    run = subprocess.run([str(binary)], capture_output=True, text=True, check=False, timeout=300)
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert "portable: ok" in run.stdout
-    print(run.stdout)
+    output = run_cpp_check(CHECK_SOURCE, tmp_path, "-Wno-psabi")
+    assert "portable: ok" in output
+    print(output)
 
 
 def test_16_bit_edge_values_survive_a_softmax() -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
-from conftest import assert_close, make_tensor, run_python, to_float64
+from conftest import assert_close, make_tensor, run_cpp_check, run_python, to_float64
 from reference import log_softmax_ref, softmax_ref
 
 import oneflite
@@ -250,3 +252,12 @@ def test_malformed_environment_variable_raises_value_error_at_import(tmp_path):
     )
     assert result.returncode != 0
     assert "ValueError" in result.stderr and "kind=name" in result.stderr
+
+
+def test_data_type_dispatch_header_compiled_standalone(tmp_path) -> None:
+    """oneflite/common/data_type_dispatch.h, the dtype switch every factory (and extension) uses:
+    each dtype reaches its element type, the floating-only visit and the width visit return
+    nullptr where they have no type, and an unknown dtype code raises ValueError."""
+    output = run_cpp_check(Path(__file__).resolve().parent / "cpp" / "data_type_dispatch_check.cpp",
+                           tmp_path)
+    assert output.strip() == "ok"

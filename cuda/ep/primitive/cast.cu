@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "ep/cuda_stream.h"
+#include "oneflite/common/data_type_dispatch.h"
 #include "oneflite/ep/primitive/cast.h"
 
 namespace oneflite::ep::primitive {
@@ -69,32 +70,14 @@ class CastImpl final : public Cast {
   }
 };
 
-template <typename Fn>
-std::unique_ptr<Cast> DispatchCudaType(DataType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DataType::kFloat16:
-      return fn(__half{});
-    case DataType::kBFloat16:
-      return fn(__nv_bfloat16{});
-    case DataType::kFloat32:
-      return fn(float{});
-    case DataType::kFloat64:
-      return fn(double{});
-    case DataType::kInt32:
-      return fn(int32_t{});
-    case DataType::kInt64:
-      return fn(int64_t{});
-    case DataType::kBool:
-      return fn(bool{});
-  }
-  return nullptr;
-}
+// The tensors' 16-bit elements as CUDA's types, which hold the same bits.
+using CudaElementTypes = ElementTypes<__half, __nv_bfloat16>;
 
 class CudaCastFactory final : public CastFactory {
  public:
   std::unique_ptr<Cast> New(DataType from, DataType to) override {
-    return DispatchCudaType(from, [&](auto from_tag) {
-      return DispatchCudaType(to, [](auto to_tag) -> std::unique_ptr<Cast> {
+    return VisitDataType<CudaElementTypes>(from, [&](auto from_tag) {
+      return VisitDataType<CudaElementTypes>(to, [](auto to_tag) -> std::unique_ptr<Cast> {
         return std::make_unique<CastImpl<decltype(from_tag), decltype(to_tag)>>();
       });
     });

@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "ep/cuda_stream.h"
+#include "oneflite/common/data_type_dispatch.h"
 #include "oneflite/ep/primitive/permute.h"
 
 namespace oneflite::ep::primitive {
@@ -87,18 +88,9 @@ class PermuteImpl final : public Permute {
 class CudaPermuteFactory final : public PermuteFactory {
  public:
   std::unique_ptr<Permute> New(DataType dtype) override {
-    switch (SizeOf(dtype)) {
-      case 1:
-        return std::make_unique<PermuteImpl<uint8_t>>();
-      case 2:
-        return std::make_unique<PermuteImpl<uint16_t>>();
-      case 4:
-        return std::make_unique<PermuteImpl<uint32_t>>();
-      case 8:
-        return std::make_unique<PermuteImpl<uint64_t>>();
-      default:
-        return nullptr;
-    }
+    return VisitElementWidth(SizeOf(dtype), [](auto word) -> std::unique_ptr<Permute> {
+      return std::make_unique<PermuteImpl<decltype(word)>>();
+    });
   }
 };
 

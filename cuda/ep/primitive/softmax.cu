@@ -3,6 +3,7 @@
 // (softmax_float.cu, softmax_half.cu, ...) so that the dtypes compile in parallel; the planner's
 // caches are in softmax_plan.cu.
 #include "ep/primitive/softmax_kernels.cuh"
+#include "oneflite/common/data_type_dispatch.h"
 
 namespace oneflite::ep::primitive {
 
@@ -10,26 +11,12 @@ namespace {
 
 // oneflite::float16 and bfloat16 share their bits with CUDA's __half and __nv_bfloat16, so the
 // primitives reinterpret the tensors' pointers as those.
-template <typename PrimitiveT, typename Fn>
-std::unique_ptr<PrimitiveT> ForCudaFloatType(DataType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DataType::kFloat16:
-      return fn(__half{});
-    case DataType::kBFloat16:
-      return fn(__nv_bfloat16{});
-    case DataType::kFloat32:
-      return fn(float{});
-    case DataType::kFloat64:
-      return fn(double{});
-    default:
-      return nullptr;
-  }
-}
+using CudaElementTypes = ElementTypes<__half, __nv_bfloat16>;
 
 class CudaSoftmaxFactory final : public SoftmaxFactory {
  public:
   std::unique_ptr<Softmax> New(DataType dtype) override {
-    return ForCudaFloatType<Softmax>(
+    return VisitFloatingDataType<CudaElementTypes>(
         dtype, [](auto tag) { return cuda_softmax::NewSoftmax<decltype(tag)>(); });
   }
 };
@@ -37,7 +24,7 @@ class CudaSoftmaxFactory final : public SoftmaxFactory {
 class CudaLogSoftmaxFactory final : public LogSoftmaxFactory {
  public:
   std::unique_ptr<LogSoftmax> New(DataType dtype) override {
-    return ForCudaFloatType<LogSoftmax>(
+    return VisitFloatingDataType<CudaElementTypes>(
         dtype, [](auto tag) { return cuda_softmax::NewLogSoftmax<decltype(tag)>(); });
   }
 };

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <optional>
 
+#include "oneflite/common/data_type_dispatch.h"
 #include "oneflite/common/error.h"
 #include "oneflite/common/float16.h"
 #include "oneflite/framework/interpreter.h"
@@ -45,18 +46,10 @@ class CpuGelu<double> final : public Gelu {
 class CpuGeluFactory final : public GeluFactory {
  public:
   std::unique_ptr<Gelu> New(DataType dtype) override {
-    switch (dtype) {
-      case DataType::kFloat16:
-        return std::make_unique<CpuGelu<float16>>();
-      case DataType::kBFloat16:
-        return std::make_unique<CpuGelu<bfloat16>>();
-      case DataType::kFloat32:
-        return std::make_unique<CpuGelu<float>>();
-      case DataType::kFloat64:
-        return std::make_unique<CpuGelu<double>>();
-      default:
-        return nullptr;
-    }
+    // One CpuGelu<T> per floating-point dtype; any other dtype gets nullptr (no primitive).
+    return VisitFloatingDataType(dtype, [](auto tag) -> std::unique_ptr<Gelu> {
+      return std::make_unique<CpuGelu<decltype(tag)>>();
+    });
   }
 };
 

@@ -3,8 +3,9 @@
 #include <limits>
 #include <type_traits>
 
+#include "oneflite/common/data_type_dispatch.h"
+#include "oneflite/common/float16.h"
 #include "oneflite/ep/primitive/cast.h"
-#include "type_traits.h"
 
 namespace oneflite::ep::primitive::cpu {
 
@@ -62,8 +63,8 @@ class CastImpl final : public Cast {
 class ReferenceCastFactory final : public CastFactory {
  public:
   std::unique_ptr<Cast> New(DataType from, DataType to) override {
-    return DispatchDataType(from, [&](auto from_tag) {
-      return DispatchDataType(to, [](auto to_tag) -> std::unique_ptr<Cast> {
+    return VisitDataType(from, [&](auto from_tag) {
+      return VisitDataType(to, [](auto to_tag) -> std::unique_ptr<Cast> {
         return std::make_unique<CastImpl<decltype(from_tag), decltype(to_tag)>>();
       });
     });

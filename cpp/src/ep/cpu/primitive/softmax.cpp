@@ -6,9 +6,10 @@
 // the faster backends are tested against it and against NumPy.
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
+#include "oneflite/common/data_type_dispatch.h"
 #include "oneflite/ep/primitive/softmax.h"
-#include "type_traits.h"
 
 namespace oneflite::ep::primitive::cpu {
 
@@ -23,7 +24,7 @@ enum class Algorithm { kSoftmax, kLogSoftmax };
 // PyTorch does; likewise a row holding +inf gives NaN through inf - inf.
 template <typename T, Algorithm kAlgorithm>
 void SoftmaxRows(int64_t rows, int64_t cols, const T* x, T* y) {
-  using C = ComputeType<T>;
+  using C = std::conditional_t<std::is_same_v<T, double>, double, float>;  // 16-bit: float
   for (int64_t r = 0; r < rows; ++r) {
     const T* in = x + r * cols;
     T* out = y + r * cols;
@@ -62,15 +63,8 @@ template <typename FactoryT, typename Interface, Algorithm kAlgorithm>
 class ReferenceFactory final : public FactoryT {
  public:
   std::unique_ptr<Interface> New(DataType dtype) override {
-    if (!IsFloatingPoint(dtype)) { return nullptr; }
-    return DispatchDataType(dtype, [](auto tag) -> std::unique_ptr<Interface> {
-      using T = decltype(tag);
-      if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, float16> ||
-                    std::is_same_v<T, bfloat16>) {
-        return std::make_unique<SoftmaxImpl<Interface, T, kAlgorithm>>();
-      } else {
-        return nullptr;
-      }
+    return VisitFloatingDataType(dtype, [](auto tag) -> std::unique_ptr<Interface> {
+      return std::make_unique<SoftmaxImpl<Interface, decltype(tag), kAlgorithm>>();
     });
   }
 };

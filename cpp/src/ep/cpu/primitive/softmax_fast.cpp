@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "oneflite/common/data_type_dispatch.h"
 #include "oneflite/common/error.h"
 #include "oneflite/common/float16.h"
 #include "oneflite/ep/cpu/cpu_threads.h"
@@ -229,18 +230,9 @@ class FastFactory final : public FactoryT {
     const IsaChoice& choice = SelectIsa();
     ONEFLITE_CHECK(choice.error.empty(), ValueError, choice.error);
     const Isa isa = choice.isa;
-    switch (dtype) {
-      case DataType::kFloat16:
-        return std::make_unique<FastSoftmax<Interface, float16, kLog>>(isa);
-      case DataType::kBFloat16:
-        return std::make_unique<FastSoftmax<Interface, bfloat16, kLog>>(isa);
-      case DataType::kFloat32:
-        return std::make_unique<FastSoftmax<Interface, float, kLog>>(isa);
-      case DataType::kFloat64:
-        return std::make_unique<FastSoftmax<Interface, double, kLog>>(isa);
-      default:
-        return nullptr;
-    }
+    return VisitFloatingDataType(dtype, [isa](auto tag) -> std::unique_ptr<Interface> {
+      return std::make_unique<FastSoftmax<Interface, decltype(tag), kLog>>(isa);
+    });
   }
 };
 
