@@ -21,6 +21,8 @@ import pytest
 
 import oneflite
 
+ROOT = Path(__file__).resolve().parent.parent  # the repository
+
 DEVICES = [
     pytest.param("cpu", id="cpu"),
     pytest.param(
@@ -161,9 +163,6 @@ def run_python(*args: str, cwd: str | Path, env: dict[str, str] | None = None):
         env=environment,
         timeout=300,
     )
-
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_cpp_check(source: Path, tmp_path: Path, *flags: str) -> str:

@@ -217,7 +217,7 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
   constexpr int P = PackSize<T>::value;
   constexpr int U = kBlockUnroll<T>;
   // A cached pack: P elements of T, as loaded (16 bytes) or widened.
-  using CachePack = Pack<Cache, P* static_cast<int>(sizeof(Cache))>;
+  using CachePack = Pack<Cache, (P * static_cast<int>(sizeof(Cache)))>;
   static_assert(std::is_same_v<Cache, T> || !kAsyncCopy, "cp.async cannot widen what it copies");
   __shared__ C posts[2][kBlock / kWarpSize];  // BlockAllReduce's, for the max and the sum
   extern __shared__ uint4 shared_cache[];

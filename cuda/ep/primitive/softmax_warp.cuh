@@ -37,7 +37,7 @@ struct WarpShape {
   static constexpr int packs = kPacks;
   static constexpr int bytes = kBytes;
   static constexpr int rows = kRows;
-  static constexpr int max_packs = kMaxPacks > 0 ? kMaxPacks : kWidth* kPacks;
+  static constexpr int max_packs = (kMaxPacks > 0) ? kMaxPacks : kWidth * kPacks;
 };
 
 // Rows a group handles at once: two while a lane's share of a row is at most 16 values, so that
