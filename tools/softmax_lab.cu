@@ -377,6 +377,10 @@ const void* RegistersKernel(const Options& options, const Plan& plan, int64_t co
     }
   };
   auto try_packs = [&](auto block_tag, auto algo_tag) {
+    if constexpr (decltype(block_tag)::value == 128) {
+      try_shape(block_tag, std::integral_constant<int, 1>{}, algo_tag);
+      try_shape(block_tag, std::integral_constant<int, 3>{}, algo_tag);
+    }
     try_shape(block_tag, std::integral_constant<int, 2>{}, algo_tag);
     try_shape(block_tag, std::integral_constant<int, 4>{}, algo_tag);
     try_shape(block_tag, std::integral_constant<int, 8>{}, algo_tag);
