@@ -248,7 +248,9 @@ def test_float_rows_of_2048_run_fewer_blocks_an_sm_once_there_are_24_waves(cols,
     # more (1885-2048 columns, the ragged kernel) run on the kernel's copy that prefers the
     # smallest carve-out, which holds it to fewer blocks an SM (7 on an H100 or H200) than its
     # registers allow, when there are rows for 24 waves of those (HoldFloat128x4); fewer rows,
-    # and rows that fill less (1884 columns: 471 packs), are not held. Sampled rows, among them
+    # and rows that fill less (1884 columns: 471 packs), are not held. (With rows for 24 waves
+    # of the unheld blocks, rows on 128-byte lines take the largest carve-out instead where the
+    # DRAM is narrow: the test above.) Sampled rows, among them
     # rows with -inf entries, one of -inf only (NaN) and a dominant value, match the reference.
     op, ref = OPS[kind]
     block = _values(64, cols, seed=cols)
@@ -501,9 +503,46 @@ def test_float_rows_of_257_to_448_packs_take_2_packs_a_thread_where_dram_is_narr
         if offset != 0:
             continue
         if narrow and narrow_shape is not None and rows == many:
-            assert f"block_registers: pack=4 {narrow_shape}ragged " in plan, plan
+            # Rows on 128-byte lines (1280, 1536, 1792) also take the largest carve-out.
+            carveout = "carveout=max_shared " if cols * 4 % 128 == 0 else ""
+            assert f"block_registers: pack=4 {narrow_shape}{carveout}ragged " in plan, plan
         else:
             assert "block=128 " in plan, plan
+
+
+@pytest.mark.parametrize("kind", list(OPS))
+@pytest.mark.parametrize(
+    ("dtype", "cols", "block", "takes"),
+    [
+        (oneflite.float32, 1024, 128, True),  # 128 x 2, rows of 4096 bytes
+        (oneflite.float32, 1000, 128, False),  # 4000 bytes: rows off the lines
+        (oneflite.float32, 1536, 256, True),  # 256 x 2
+        (oneflite.float32, 2048, 128, True),  # 128 x 4, in place of the hold to 7 an SM
+        (oneflite.float16, 3072, 128, True),  # 128 x 3
+        (oneflite.float16, 3000, 128, False),
+        (oneflite.bfloat16, 3072, 128, True),
+        (oneflite.float16, 1024, 128, False),  # 128 x 1: rows of 2 KiB keep the default
+    ],
+    ids=lambda v: getattr(v, "name", v),
+)
+def test_rows_on_128_byte_lines_take_the_largest_carveout_where_dram_is_narrow(
+    dtype, cols, block, takes, kind
+):
+    # block_registers rows whose bytes are a multiple of 128, on the shapes of kMaxSharedShape,
+    # run the kernel's copy that prefers the largest shared-memory carve-out where the DRAM is
+    # narrow for the SMs (an H100), once there are rows for 24 waves of its blocks
+    # (PreferMaxShared); five rows, rows off the lines and other shapes keep the default copy.
+    # The launch takes the copy only where x and y start on a line: results are checked for
+    # rows from an aligned start and from one element past it.
+    many = 24 * (2048 // block) * _sm_count()  # 24 waves of as many blocks as fit an SM
+    expect = takes and _dram_gbps_per_sm() < 30
+    for rows, offset, plan in _many_rows(kind, dtype, cols, many):
+        if offset == 0 and rows == many:
+            assert "block_registers: " in plan, plan
+            assert ("carveout=max_shared" in plan) == expect, plan
+            assert "held_per_sm" not in plan or not expect, plan
+    for _, plan in _aligned_and_off_a_boundary(kind, dtype, 5, cols):
+        assert "carveout=max_shared" not in plan, plan
 
 
 @pytest.mark.parametrize("kind", list(OPS))

@@ -65,6 +65,8 @@
 //   wocc=NxC    the planned warp rung held to N blocks an SM in a carve-out of C KiB
 //   carve=P     the plan, its block_registers kernel preferring a carve-out of P percent (-1:
 //               none); the preference stays with the kernel for later variants
+//   shared=off  the planner's largest carve-out for rows on 128-byte lines undone
+//               (PreferMaxShared): the kernel's default copy
 //   hold=off    the planner's hold undone: the blocks registers allow (float 512 x 4 and 128 x 4,
 //               many rows)
 //   triton      not a plan: the benchmark's Triton kernel (python -m oneflite.bench's peer), from
@@ -696,10 +698,19 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
                    variant.c_str(), static_cast<long long>(cols), attributes.numRegs,
                    plan.active_per_sm);
     }
+  } else if (variant == "shared=off") {
+    // The planner's largest carve-out (PreferMaxShared) undone: the default copy of the kernel.
+    if (!plan.max_shared) {
+      SkipVariant(variant, cols, plan);
+    } else {
+      plan.max_shared = false;
+    }
   } else if (variant.rfind("carve=", 0) == 0) {
-    // The plan as it is, its block_registers kernel preferring a carve-out of P percent (-1: no
-    // preference); the preference stays with the kernel for the variants after this one.
+    // The plan as it is, its block_registers kernel (the default copy) preferring a carve-out of
+    // P percent (-1: no preference); the preference stays with the kernel for the variants after
+    // this one.
     UnholdMaxL1<T>(options, info, rows, cols, plan);
+    plan.max_shared = false;
     const void* kernel = RegistersKernel<T>(options, plan, cols);
     if (kernel == nullptr) {
       SkipVariant(variant, cols, plan);

@@ -46,13 +46,18 @@ enum class StoreFallback { kElements, kPack, kNone };
 // rows test each element against the row's ends; whole rows may store the pack's elements
 // untested, or carry no fallback at all (WholeRowsFallback says which).
 //
-// kMaxL1 changes no instruction: it makes a second copy of the kernel, whose launches prefer the
-// smallest shared-memory carve-out (MaxL1BlocksPerSm), which holds small blocks to fewer an SM
-// than registers allow (HoldFloat128x4). The preference belongs to the function, so the
-// launches that keep the default carve-out need the other copy.
+// kCarveout changes no instruction: it makes another copy of the kernel, whose launches prefer
+// another split of the SM's L1 and shared memory. The preference belongs to the function, so the
+// launches that keep the default carve-out need their own copy.
+//  * kMaxL1: the smallest shared-memory carve-out (MaxL1BlocksPerSm), which holds small blocks
+//    to fewer an SM than registers allow (HoldFloat128x4);
+//  * kMaxShared: the largest, so the least L1 (MaxSharedBlocksPerSm), for rows that start on
+//    128-byte lines where the DRAM is narrow (PreferMaxShared).
+enum class Carveout { kDefault, kMaxL1, kMaxShared };
+
 template <typename T, Algorithm kAlgorithm, int kBlock, int kPacks, bool kCachedTail = false,
           bool kRagged = true, StoreFallback kFallback = StoreFallback::kElements,
-          bool kMaxL1 = false>
+          Carveout kCarveout = Carveout::kDefault>
 __global__ void __launch_bounds__(kBlock)
     BlockRegisterSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int cols,
                                bool y_vector_ok, int tail_slots, Stagger stagger) {

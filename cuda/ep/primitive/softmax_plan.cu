@@ -88,6 +88,18 @@ int MaxL1BlocksPerSm(const void* kernel, const CudaDeviceInfo& info, int block_s
   });
 }
 
+int MaxSharedBlocksPerSm(const void* kernel, const CudaDeviceInfo& info, int block_size) {
+  static AnswerCache<std::tuple<const void*, int, int>, int> answers;
+  return answers.Get(std::make_tuple(kernel, info.index, block_size), [&] {
+    ONEFLITE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                             cudaSharedmemCarveoutMaxShared));
+    int blocks = 0;
+    ONEFLITE_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, block_size, 0));
+    return blocks;
+  });
+}
+
 int MaxActiveBlocksPerSm(const void* kernel, const CudaDeviceInfo& info, int block_size,
                          size_t dynamic_smem) {
   static AnswerCache<std::tuple<const void*, int, int, size_t>, int> answers;
@@ -135,7 +147,7 @@ std::string ToString(const Plan& plan) {
         out << " smem=" << plan.smem
             << " tail_cols=" << static_cast<int64_t>(plan.cached_packs) * plan.pack;
       }
-      out << (plan.ragged ? " ragged" : "");
+      out << (plan.max_shared ? " carveout=max_shared" : "") << (plan.ragged ? " ragged" : "");
       break;
     case Path::kWarpTile:
       out << "warp_tile: pack=" << plan.pack << " cols_per_thread=" << plan.cols_per_thread

@@ -54,6 +54,10 @@ constexpr int kHoldCarveoutBytes = 16 * 1024;
 // block_registers kernel fit 7 an SM; the probe above counted 7 at once, and 16 with the
 // default carve-out.
 int MaxL1BlocksPerSm(const void* kernel, const CudaDeviceInfo& info, int block_size);
+// The same for the largest carve-out (cudaSharedmemCarveoutMaxShared), which the first call for
+// a (kernel, device) makes `kernel` prefer: the SM's L1 keeps only what shared memory does not
+// take (28 KiB of an H100's 256).
+int MaxSharedBlocksPerSm(const void* kernel, const CudaDeviceInfo& info, int block_size);
 // The facts launches are planned from, for the current device: what Describe plans with,
 // where Launch has its stream's copy.
 const CudaDeviceInfo& CurrentDeviceInfo();
@@ -94,6 +98,10 @@ struct Plan {
   // (MaxL1BlocksPerSm); 0 when not held.
   int held_per_sm = 0;
   bool max_l1 = false;
+  // block_registers: the launch runs the kernel's copy that prefers the largest shared-memory
+  // carve-out (PreferMaxShared) where x and y start on 128-byte lines (LineAligned), the default
+  // copy elsewhere.
+  bool max_shared = false;
   LaunchFn launch = nullptr;
 };
 
@@ -105,6 +113,20 @@ template <int kBytes = kPackBytes>
 inline bool SameAlignment(const void* x, const void* y) {
   return ((reinterpret_cast<uintptr_t>(x) ^ reinterpret_cast<uintptr_t>(y)) % kBytes) == 0;
 }
+
+// A cache line's bytes: L1 and L2 keep global memory in lines of 128 bytes.
+constexpr int kLineBytes = 128;
+inline bool LineAligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % kLineBytes == 0; }
+
+// The block_registers shapes whose rows measured faster with the least L1 (PreferMaxShared):
+// float 128 x 2, 128 x 4, 256 x 2 and 512 x 2, 16-bit 128 x 3, 128 x 4 and 256 x 2. Only these
+// get a kMaxShared copy of their kernels.
+template <typename T, int kBlock, int kPacks>
+constexpr bool kMaxSharedShape =
+    std::is_same_v<T, float> ? (kBlock == 128 && (kPacks == 2 || kPacks == 4)) ||
+                                   (kBlock == 256 && kPacks == 2) || (kBlock == 512 && kPacks == 2)
+                             : kIs16Bit<T> && ((kBlock == 128 && (kPacks == 3 || kPacks == 4)) ||
+                                               (kBlock == 256 && kPacks == 2));
 
 template <typename T, Algorithm kAlgorithm, typename Shape, bool kRagged>
 void LaunchWarp(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols, const void* x,
@@ -138,7 +160,7 @@ void LaunchBlock(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t co
 
 template <typename T, Algorithm kAlgorithm, int kBlock, int kPacks, bool kCachedTail = false,
           bool kRagged = true, StoreFallback kFallback = StoreFallback::kElements,
-          bool kMaxL1 = false>
+          Carveout kCarveout = Carveout::kDefault>
 void LaunchBlockRegisters(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols,
                           const void* x, void* y) {
   if constexpr (kFallback == StoreFallback::kNone) {
@@ -147,10 +169,18 @@ void LaunchBlockRegisters(const Plan& plan, cudaStream_t stream, int64_t rows, i
       return;
     }
   }
-  BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, kCachedTail, kRagged, kFallback, kMaxL1>
-      <<<plan.grid, kBlock, plan.smem, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), rows,
-                                                 static_cast<int>(cols), SameAlignment(x, y),
-                                                 plan.cached_packs / kBlock, plan.stagger);
+  if constexpr (kCarveout == Carveout::kDefault && !kCachedTail &&
+                kMaxSharedShape<T, kBlock, kPacks>) {
+    if (plan.max_shared && LineAligned(x) && LineAligned(y)) {
+      LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks, false, kRagged, kFallback,
+                           Carveout::kMaxShared>(plan, stream, rows, cols, x, y);
+      return;
+    }
+  }
+  BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, kCachedTail, kRagged, kFallback,
+                             kCarveout><<<plan.grid, kBlock, plan.smem, stream>>>(
+      static_cast<const T*>(x), static_cast<T*>(y), rows, static_cast<int>(cols),
+      SameAlignment(x, y), plan.cached_packs / kBlock, plan.stagger);
   ONEFLITE_CUDA_CHECK_LAUNCH();
 }
 
@@ -688,6 +718,28 @@ inline bool NarrowDram(const CudaDeviceInfo& info) {
   return info.PeakDramGBpsPerSm() < kNarrowDramGBpsPerSm;
 }
 
+// Rows that start on 128-byte lines (row bytes a multiple of kLineBytes, x and y on a line,
+// which the launch checks), on the block_registers shapes of kMaxSharedShape (rows of 4-16 KiB),
+// where the DRAM is narrow: the kernel's copy that prefers the largest shared-memory carve-out,
+// which leaves L1 28 KiB of the SM's 256 and changes no block's residency. Once the launch has
+// kHoldMinWaves waves. Measured on an H100 (tools/softmax_lab.cu, carve=100 against the plan,
+// fractions of copy, NOTES.md item 79): float 960 columns 0.996 -> 1.002, 1024 0.995 -> 0.998
+// (log_softmax 0.994 -> 0.998), 1536 1.002 -> 1.007 (1.002 -> 1.006), 1600 1.002 -> 1.008,
+// 2048 (held 7 an SM before) 0.997 -> 1.001 (log_softmax level), 4000 1.006 -> 1.010, 4096
+// 1.006 -> 1.011 (1.007 -> 1.012); half 2304 1.016 -> 1.022, 3072 0.999 -> 1.004 (log_softmax
+// and bfloat16 alike), 3584 1.017 -> 1.022, 4096 1.002 -> 1.005 (bfloat16 1.002 -> 1.004). Rows
+// that do not start on a line lost 0.5-2.7% (float 1000, 1300-2000, 3000, 3600; half 2500, 2800,
+// 3000, 3500, 4000, 7500); so did 16-bit 512 x 2 at 8000 columns (-0.2%; 8192 +0.3%), float 256
+// x 3 at 3072 (-0.1%), float 1024 at 16384 rows (8 waves, -0.4%), and the shapes of 32-64 KiB
+// rows (half 16384 on 512 x 4 -2.7%, float 16384 on 1024 x 4 -20%), none of which take it. Why
+// less L1 streams these rows faster is not known. Not measured on an H200 (wider DRAM), where the
+// largest carve-out measured 1.4% slower for float 8192 (kHoldCarveoutBytes).
+inline bool PreferMaxShared(const CudaDeviceInfo& info, int64_t rows, int64_t row_bytes,
+                            int active) {
+  return NarrowDram(info) && row_bytes % kLineBytes == 0 &&
+         rows >= kHoldMinWaves * active * info.sm_count;
+}
+
 // 16-bit rows of whole packs with 120-128 window packs (960-1024 aligned columns), which the
 // warp path gives 32 lanes of 4 packs: one pack a thread on 128 threads (Triton's shape for
 // them; the whole-rows kernel) where the DRAM is narrow, else 2 packs a thread on 64 threads.
@@ -881,6 +933,13 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
       chosen = true;
       const void* kernel =
           reinterpret_cast<const void*>(&BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks>);
+      // The kernel's copy that prefers the largest carve-out, where the shape has one.
+      const void* max_shared_kernel = nullptr;
+      if constexpr (kMaxSharedShape<T, kBlock, kPacks>) {
+        max_shared_kernel = reinterpret_cast<const void*>(
+            &BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, false, true,
+                                        StoreFallback::kElements, Carveout::kMaxShared>);
+      }
       plan.launch = &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks>;
       plan.ragged = true;
       const bool planned_whole =
@@ -892,6 +951,11 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
               kernel = reinterpret_cast<const void*>(
                   &BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, false, false,
                                               kFallback>);
+              if constexpr (kMaxSharedShape<T, kBlock, kPacks>) {
+                max_shared_kernel = reinterpret_cast<const void*>(
+                    &BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, false, false,
+                                                kFallback, Carveout::kMaxShared>);
+              }
               plan.launch =
                   &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks, false, false, kFallback>;
               plan.ragged = false;
@@ -904,18 +968,24 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
       plan.smem = 0;
       plan.held_per_sm = 0;
       plan.max_l1 = false;
+      plan.max_shared = false;
       int active = MaxActiveBlocksPerSm(kernel, info, kBlock, 0);
+      if (max_shared_kernel != nullptr &&
+          PreferMaxShared(info, rows, cols * static_cast<int64_t>(sizeof(T)), active)) {
+        // The copy runs as many blocks an SM as the default one, or not at all.
+        plan.max_shared = MaxSharedBlocksPerSm(max_shared_kernel, info, kBlock) == active;
+      }
       if constexpr (std::is_same_v<T, float> && kBlock == 512 && kPacks == 4) {
         HoldFloat512x4(kernel, info, rows, active, plan);
       }
       if constexpr (std::is_same_v<T, float> && kBlock == 128 && kPacks == 4) {
-        constexpr bool kMaxL1 = true;
         const auto* held = reinterpret_cast<const void*>(
             &BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, false, true,
-                                        StoreFallback::kElements, kMaxL1>);
-        if (plan.ragged && HoldFloat128x4(held, info, rows, window, active, plan)) {
+                                        StoreFallback::kElements, Carveout::kMaxL1>);
+        if (plan.ragged && !plan.max_shared &&
+            HoldFloat128x4(held, info, rows, window, active, plan)) {
           plan.launch = &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks, false, true,
-                                              StoreFallback::kElements, kMaxL1>;
+                                              StoreFallback::kElements, Carveout::kMaxL1>;
         }
       }
       SetGrid(plan, rows, info, active, /*persistent=*/false);
@@ -996,6 +1066,7 @@ bool PlanRegistersTail(const CudaDeviceInfo& info, int64_t rows, int64_t cols, b
       plan.smem = smem;
       plan.held_per_sm = 0;
       plan.max_l1 = false;
+      plan.max_shared = false;
       plan.launch = &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks, true>;
       SetGrid(plan, rows, info, MaxActiveBlocksPerSm(kernel, info, kBlock, smem),
               /*persistent=*/false);
