@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "ep/cuda_element_types.h"
 #include "ep/cuda_stream.h"
-#include "oneflite/common/data_type_dispatch.h"
 #include "oneflite/ep/primitive/cast.h"
 
 namespace oneflite::ep::primitive {
@@ -69,9 +69,6 @@ class CastImpl final : public Cast {
     ONEFLITE_CUDA_CHECK_LAUNCH();
   }
 };
-
-// The tensors' 16-bit elements as CUDA's types, which hold the same bits.
-using CudaElementTypes = ElementTypes<__half, __nv_bfloat16>;
 
 class CudaCastFactory final : public CastFactory {
  public:

@@ -2,16 +2,12 @@
 // registration. The kernels are in softmax_kernels.cuh, instantiated one dtype per file
 // (softmax_float.cu, softmax_half.cu, ...) so that the dtypes compile in parallel; the planner's
 // caches are in softmax_plan.cu.
+#include "ep/cuda_element_types.h"
 #include "ep/primitive/softmax_kernels.cuh"
-#include "oneflite/common/data_type_dispatch.h"
 
 namespace oneflite::ep::primitive {
 
 namespace {
-
-// oneflite::float16 and bfloat16 share their bits with CUDA's __half and __nv_bfloat16, so the
-// primitives reinterpret the tensors' pointers as those.
-using CudaElementTypes = ElementTypes<__half, __nv_bfloat16>;
 
 class CudaSoftmaxFactory final : public SoftmaxFactory {
  public:

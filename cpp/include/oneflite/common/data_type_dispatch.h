@@ -24,8 +24,9 @@
 namespace oneflite {
 
 // The C++ types that stand for the two 16-bit dtypes. Host code uses oneflite::float16 and
-// bfloat16 (HostElementTypes); CUDA code passes ElementTypes<__half, __nv_bfloat16>, which hold
-// the same bits, so a tensor's pointer may be reinterpreted as either.
+// bfloat16 (HostElementTypes); CUDA code passes ElementTypes<__half, __nv_bfloat16>
+// (CudaElementTypes, cuda/ep/cuda_element_types.h), which hold the same bits, so a tensor's
+// pointer may be reinterpreted as either.
 template <typename Float16, typename BFloat16>
 struct ElementTypes {
   using float16_type = Float16;
