@@ -516,7 +516,7 @@ def test_float_rows_of_257_to_448_packs_take_2_packs_a_thread_where_dram_is_narr
     [
         (oneflite.float32, 1024, 128, True),  # 128 x 2, rows of 4096 bytes
         (oneflite.float32, 1000, 128, False),  # 4000 bytes: rows off the lines
-        (oneflite.float32, 1536, 256, True),  # 256 x 2
+        (oneflite.float32, 1536, 128, True),  # 128 x 4 at these rows (256 x 2 from more)
         (oneflite.float32, 2048, 128, True),  # 128 x 4, in place of the hold to 7 an SM
         (oneflite.float16, 3072, 128, True),  # 128 x 3
         (oneflite.float16, 3000, 128, False),
