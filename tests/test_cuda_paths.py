@@ -546,6 +546,22 @@ def test_rows_on_128_byte_lines_take_the_largest_carveout_where_dram_is_narrow(
 
 
 @pytest.mark.parametrize("kind", list(OPS))
+@pytest.mark.parametrize(("cols", "takes"), [(2816, False), (3072, False), (3328, True)])
+def test_float_512x2_takes_the_largest_carveout_only_for_rows_that_fill_it(cols, takes, kind):
+    # float 512 x 2 takes the largest carve-out only for rows of more than 3/4 of its 1024 packs
+    # (kMaxSharedLeastWindow): 2816 and 3072 columns (704 and 768 packs) keep the default copy,
+    # 3328 (832) takes it where the DRAM is narrow. The benchmark's rows, where these lengths run
+    # on 512 x 2.
+    rows = 2**27 // cols
+    narrow = _dram_gbps_per_sm() < 30
+    for r, offset, plan in _many_rows(kind, oneflite.float32, cols, rows):
+        if offset == 0 and r == rows:
+            if narrow:
+                assert "block_registers: pack=4 cols_per_thread=8 block=512 " in plan, plan
+            assert ("carveout=max_shared" in plan) == (takes and narrow), plan
+
+
+@pytest.mark.parametrize("kind", list(OPS))
 @pytest.mark.parametrize("cols", [15360, 15872, 16384])
 def test_float_rows_of_3968_to_4096_packs_take_1024_threads_where_dram_is_narrow(cols, kind):
     # float rows of 3968-4096 window packs take block_registers' 1024 threads of 4 packs rather

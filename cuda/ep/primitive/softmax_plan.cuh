@@ -128,6 +128,17 @@ constexpr bool kMaxSharedShape =
                              : kIs16Bit<T> && ((kBlock == 128 && (kPacks == 3 || kPacks == 4)) ||
                                                (kBlock == 256 && kPacks == 2));
 
+// The fewest packs of a row (window) for which a kMaxSharedShape takes the copy: float 512 x 2
+// only rows that fill more than 3/4 of its 1024 packs, since the rows that fill less lost with
+// it on an H100 (NOTES.md item 80: 2816 columns, 704 packs, 1.011 -> 1.001 of copy; 3072, 768
+// packs, 1.003 -> 1.003 and log_softmax 1.003 -> 1.000) where 832 packs and more gained (3328
+// 1.010 -> 1.013, 3584 1.010 -> 1.013, 3840 1.000 -> 1.003, 4096 1.008 -> 1.012). The other
+// shapes take it for every row they run.
+template <typename T, int kBlock, int kPacks>
+constexpr int64_t kMaxSharedLeastWindow =
+    std::is_same_v<T, float> && kBlock == 512 && kPacks == 2 ? int64_t{kBlock} * kPacks * 3 / 4 + 1
+                                                             : 0;
+
 template <typename T, Algorithm kAlgorithm, typename Shape, bool kRagged>
 void LaunchWarp(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols, const void* x,
                 void* y) {
@@ -729,9 +740,10 @@ inline bool NarrowDram(const CudaDeviceInfo& info) {
 // 1.006 -> 1.011 (1.007 -> 1.012); half 2304 1.016 -> 1.022, 3072 0.999 -> 1.004 (log_softmax
 // and bfloat16 alike), 3584 1.017 -> 1.022, 4096 1.002 -> 1.005 (bfloat16 1.002 -> 1.004). Rows
 // that do not start on a line lost 0.5-2.7% (float 1000, 1300-2000, 3000, 3600; half 2500, 2800,
-// 3000, 3500, 4000, 7500); so did 16-bit 512 x 2 at 8000 columns (-0.2%; 8192 +0.3%), float 256
-// x 3 at 3072 (-0.1%), float 1024 at 16384 rows (8 waves, -0.4%), and the shapes of 32-64 KiB
-// rows (half 16384 on 512 x 4 -2.7%, float 16384 on 1024 x 4 -20%), none of which take it. Why
+// 3000, 3500, 4000, 7500); so did 16-bit 512 x 2 at 8000 columns (-0.2%; 8192 +0.3%), float 512
+// x 2 on rows that fill 3/4 of it or less (kMaxSharedLeastWindow), float 1024 at 16384 rows (8
+// waves, -0.4%), and the shapes of 32-64 KiB rows (half 16384 on 512 x 4 -2.7%, float 16384 on
+// 1024 x 4 -20%), none of which take it. Why
 // less L1 streams these rows faster is not known. Not measured on an H200 (wider DRAM), where the
 // largest carve-out measured 1.4% slower for float 8192 (kHoldCarveoutBytes).
 inline bool PreferMaxShared(const CudaDeviceInfo& info, int64_t rows, int64_t row_bytes,
@@ -970,7 +982,7 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
       plan.max_l1 = false;
       plan.max_shared = false;
       int active = MaxActiveBlocksPerSm(kernel, info, kBlock, 0);
-      if (max_shared_kernel != nullptr &&
+      if (max_shared_kernel != nullptr && window >= kMaxSharedLeastWindow<T, kBlock, kPacks> &&
           PreferMaxShared(info, rows, cols * static_cast<int64_t>(sizeof(T)), active)) {
         // The copy runs as many blocks an SM as the default one, or not at all.
         plan.max_shared = MaxSharedBlocksPerSm(max_shared_kernel, info, kBlock) == active;
