@@ -332,20 +332,14 @@ void CheckRows(RowsFn rows_fn, const char* type, std::mt19937& rng) {
     CheckConversions<bfloat16>(                                                                \
         lanes, [](const bfloat16* i, float* o) { ns::WidenRaw(i, o); },                        \
         [](const float* i, bfloat16* o) { ns::NarrowRaw(i, o); }, #ns " bfloat16");            \
-    CheckConversions<float16>(                                                                 \
-        2 * lanes,                                                                             \
-        [](const float16* i, float* o) {                                                       \
-          ns::WidenRaw(i, o);                                                                  \
-          ns::WidenRaw(i + lanes, o + lanes);                                                  \
-        },                                                                                     \
-        [](const float* i, float16* o) { ns::NarrowPairRaw(i, o); }, #ns " float16 pairs");    \
-    CheckConversions<bfloat16>(                                                                \
-        2 * lanes,                                                                             \
-        [](const bfloat16* i, float* o) {                                                      \
-          ns::WidenRaw(i, o);                                                                  \
-          ns::WidenRaw(i + lanes, o + lanes);                                                  \
-        },                                                                                     \
-        [](const float* i, bfloat16* o) { ns::NarrowPairRaw(i, o); }, #ns " bfloat16 pairs");  \
+    /* The same, two vectors at a time (StorePair), as the last passes narrow bfloat16. */     \
+    auto widen_two = [](const auto* i, float* o) {                                             \
+      ns::WidenRaw(i, o);                                                                      \
+      ns::WidenRaw(i + lanes, o + lanes);                                                      \
+    };                                                                                         \
+    auto narrow_two = [](const float* i, auto* o) { ns::NarrowPairRaw(i, o); };                \
+    CheckConversions<float16>(2 * lanes, widen_two, narrow_two, #ns " float16 pairs");         \
+    CheckConversions<bfloat16>(2 * lanes, widen_two, narrow_two, #ns " bfloat16 pairs");       \
     CheckExp(lanes, [](const float* i, float* o) { ns::ExpRaw(i, o); }, exp_ulps, #ns " exp"); \
     auto rows = [](int64_t r, int64_t c, const auto* x, auto* y, bool log, float* b) {         \
       ns::Rows(r, c, x, y, log, b);                                                            \
