@@ -49,9 +49,9 @@ enum class StoreFallback { kElements, kPack, kNone };
 // kCarveout changes no instruction: it makes another copy of the kernel, whose launches prefer
 // another split of the SM's L1 and shared memory. The preference belongs to the function, so the
 // launches that keep the default carve-out need their own copy.
-//  * kMaxL1: the smallest shared-memory carve-out (MaxL1BlocksPerSm), which holds small blocks
+//  * kMaxL1: the smallest shared-memory carve-out (CarveoutBlocksPerSm), which holds small blocks
 //    to fewer an SM than registers allow (HoldFloat128x4);
-//  * kMaxShared: the largest, so the least L1 (MaxSharedBlocksPerSm), for rows that start on
+//  * kMaxShared: the largest, so the least L1 (CarveoutBlocksPerSm), for rows that start on
 //    128-byte lines where the DRAM is narrow (PreferMaxShared).
 enum class Carveout { kDefault, kMaxL1, kMaxShared };
 

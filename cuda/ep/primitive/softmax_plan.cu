@@ -76,23 +76,13 @@ size_t HoldBlocksPerSmSmem(const void* kernel, const CudaDeviceInfo& info, int b
   });
 }
 
-int MaxL1BlocksPerSm(const void* kernel, const CudaDeviceInfo& info, int block_size) {
-  static AnswerCache<std::tuple<const void*, int, int>, int> answers;
-  return answers.Get(std::make_tuple(kernel, info.index, block_size), [&] {
-    ONEFLITE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                             cudaSharedmemCarveoutMaxL1));
-    int blocks = 0;
+int CarveoutBlocksPerSm(const void* kernel, const CudaDeviceInfo& info, int block_size,
+                        cudaSharedCarveout carveout) {
+  static AnswerCache<std::tuple<const void*, int, int, int>, int> answers;
+  const auto key = std::make_tuple(kernel, info.index, block_size, static_cast<int>(carveout));
+  return answers.Get(key, [&] {
     ONEFLITE_CUDA_CHECK(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, block_size, 0));
-    return blocks;
-  });
-}
-
-int MaxSharedBlocksPerSm(const void* kernel, const CudaDeviceInfo& info, int block_size) {
-  static AnswerCache<std::tuple<const void*, int, int>, int> answers;
-  return answers.Get(std::make_tuple(kernel, info.index, block_size), [&] {
-    ONEFLITE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                             cudaSharedmemCarveoutMaxShared));
+        cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, carveout));
     int blocks = 0;
     ONEFLITE_CUDA_CHECK(
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, block_size, 0));

@@ -48,16 +48,17 @@ size_t HoldBlocksPerSmSmem(const void* kernel, const CudaDeviceInfo& info, int b
 // 128-thread blocks with 1248 bytes (14 an SM where the calculator answered 7).
 constexpr int kHoldCarveoutBytes = 16 * 1024;
 // How many blocks of `block_size` threads, with no dynamic shared memory, fit on an SM once
-// `kernel` prefers the smallest carve-out (cudaSharedmemCarveoutMaxL1), which the first call for
-// a (kernel, device) sets. Each block still needs its static shared memory and the 1 KiB the
-// driver reserves for it (sm_80 on), so on an H200's 8 KiB carve-out 128-thread blocks of the
-// block_registers kernel fit 7 an SM; the probe above counted 7 at once, and 16 with the
-// default carve-out.
-int MaxL1BlocksPerSm(const void* kernel, const CudaDeviceInfo& info, int block_size);
-// The same for the largest carve-out (cudaSharedmemCarveoutMaxShared), which the first call for
-// a (kernel, device) makes `kernel` prefer: the SM's L1 keeps only what shared memory does not
-// take (28 KiB of an H100's 256).
-int MaxSharedBlocksPerSm(const void* kernel, const CudaDeviceInfo& info, int block_size);
+// `kernel` prefers `carveout`, which the first call for a (kernel, device) sets. Each kernel is
+// asked for one carve-out only: the block_registers kernel has a copy for each
+// (softmax_block_registers.cuh, Carveout).
+//  * cudaSharedmemCarveoutMaxL1, the smallest: each block still needs its static shared memory
+//    and the 1 KiB the driver reserves for it (sm_80 on), so on an H200's 8 KiB carve-out
+//    128-thread blocks of the block_registers kernel fit 7 an SM; the probe above counted 7 at
+//    once, and 16 with the default carve-out.
+//  * cudaSharedmemCarveoutMaxShared, the largest: the SM's L1 keeps only what shared memory does
+//    not take (28 KiB of an H100's 256).
+int CarveoutBlocksPerSm(const void* kernel, const CudaDeviceInfo& info, int block_size,
+                        cudaSharedCarveout carveout);
 // The facts launches are planned from, for the current device: what Describe plans with,
 // where Launch has its stream's copy.
 const CudaDeviceInfo& CurrentDeviceInfo();
@@ -95,7 +96,7 @@ struct Plan {
   Stagger stagger;  // block paths (see StaggerStart)
   // block_registers: blocks an SM held below what registers allow, by `smem` of shared memory
   // the kernel does not use (HoldBlocksPerSmSmem) or, when `max_l1`, by the smallest carve-out
-  // (MaxL1BlocksPerSm); 0 when not held.
+  // (CarveoutBlocksPerSm); 0 when not held.
   int held_per_sm = 0;
   bool max_l1 = false;
   // block_registers: the launch runs the kernel's copy that prefers the largest shared-memory
@@ -625,7 +626,7 @@ inline void HoldFloat512x4(const void* kernel, const CudaDeviceInfo& info, int64
 // float block_registers on 128 threads of 4 packs, for rows that fill at least 59/64 of it
 // (472-512 packs, 1885-2048 columns; the ragged kernel), runs 7 blocks an SM rather than the 16
 // (log_softmax, 32 registers) or 12 (softmax, 40) that registers allow, by preferring the
-// smallest carve-out (MaxL1BlocksPerSm), once the launch has kHoldMinWaves waves of them.
+// smallest carve-out (CarveoutBlocksPerSm), once the launch has kHoldMinWaves waves of them.
 // Measured on an H200 (tools/softmax_lab.cu, carve=0 against the plan, 98304 rows unless said;
 // fractions of copy, softmax / log_softmax): 1888 columns 0.987 -> 1.001-1.003 / 0.985 -> 0.989,
 // 1904 0.985 -> 1.000 / 0.984 -> 0.989-0.990, 1920 0.991 -> 1.006-1.008 / 0.987 -> 0.998, 2000
@@ -643,7 +644,7 @@ constexpr int64_t kFloat128x4HeldWindow = 472;
 inline bool HoldFloat128x4(const void* max_l1_kernel, const CudaDeviceInfo& info, int64_t rows,
                            int64_t window, int& active, Plan& plan) {
   if (window < kFloat128x4HeldWindow) { return false; }
-  const int held = MaxL1BlocksPerSm(max_l1_kernel, info, 128);
+  const int held = CarveoutBlocksPerSm(max_l1_kernel, info, 128, cudaSharedmemCarveoutMaxL1);
   if (held <= 0 || held >= active || rows < kHoldMinWaves * held * info.sm_count) { return false; }
   plan.held_per_sm = held;
   plan.max_l1 = true;
@@ -985,7 +986,8 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
       if (max_shared_kernel != nullptr && window >= kMaxSharedLeastWindow<T, kBlock, kPacks> &&
           PreferMaxShared(info, rows, cols * static_cast<int64_t>(sizeof(T)), active)) {
         // The copy runs as many blocks an SM as the default one, or not at all.
-        plan.max_shared = MaxSharedBlocksPerSm(max_shared_kernel, info, kBlock) == active;
+        plan.max_shared = CarveoutBlocksPerSm(max_shared_kernel, info, kBlock,
+                                              cudaSharedmemCarveoutMaxShared) == active;
       }
       if constexpr (std::is_same_v<T, float> && kBlock == 512 && kPacks == 4) {
         HoldFloat512x4(kernel, info, rows, active, plan);
