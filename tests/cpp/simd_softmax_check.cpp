@@ -254,9 +254,13 @@ void CheckRows(RowsFn rows_fn, const char* type, std::mt19937& rng) {
   for (int64_t c : {100, 127, 128, 129, 1000, 1023, 1025, 4099, 20000}) { lengths.push_back(c); }
   std::normal_distribution<double> normal(0.0, 4.0);
   for (int64_t cols : lengths) {
-    // Nine rows: two groups of four (on short rows) and one alone.
+    // Nine rows: two groups of four (rows of up to 128 columns) or one of eight (rows shorter
+    // than a vector, with masked loads), and one alone. y has a guard after the last row, which
+    // no store may touch.
     const int64_t rows = 9;
-    std::vector<T> x(rows * cols), y(rows * cols);
+    constexpr int64_t kGuard = 64;
+    const T sentinel = FromDouble<T>(1234.0);
+    std::vector<T> x(rows * cols), y(rows * cols + kGuard, sentinel);
     for (auto& v : x) { v = FromDouble<T>(normal(rng)); }
     // Rows 1 and 8 hold one huge value: the rest underflow. Rows 2 and 6 have a -inf (not all).
     x[cols + (cols / 2)] = FromDouble<T>(60.0);
@@ -266,6 +270,12 @@ void CheckRows(RowsFn rows_fn, const char* type, std::mt19937& rng) {
     std::vector<float> buffer(portable::BufferFloats(cols));
     for (int log = 0; log < 2; ++log) {
       rows_fn(rows, cols, x.data(), y.data(), log == 1, buffer.data());
+      for (int64_t i = rows * cols; i < rows * cols + kGuard; ++i) {
+        if (std::memcmp(&y[i], &sentinel, sizeof(T)) != 0) {
+          throw Failure{std::string(type) + " cols=" + std::to_string(cols) +
+                        ": a store past the last row"};
+        }
+      }
       for (int64_t r = 0; r < rows; ++r) {
         long double max = -INFINITY, sum = 0;
         for (int64_t c = 0; c < cols; ++c) {
@@ -299,21 +309,23 @@ void CheckRows(RowsFn rows_fn, const char* type, std::mt19937& rng) {
         }
       }
     }
-    // NaN anywhere makes the row NaN; so do a row of -inf and a row holding +inf. Five rows: a
-    // group of four and one alone.
-    std::vector<T> special(5 * cols, FromDouble<T>(-std::numeric_limits<double>::infinity()));
-    for (int64_t c = 0; c < cols; ++c) {
-      special[c] = FromDouble<T>(normal(rng));
-      special[2 * cols + c] = FromDouble<T>(normal(rng));
-      special[4 * cols + c] = FromDouble<T>(normal(rng));
+    // NaN anywhere makes the row NaN; so do a row of -inf and a row holding +inf. Nine rows,
+    // the first five's pattern repeated: the groups of four or eight, and one alone.
+    std::vector<T> special(9 * cols, FromDouble<T>(-std::numeric_limits<double>::infinity()));
+    for (int64_t r : {0, 5}) {
+      for (int64_t c = 0; c < cols; ++c) {
+        special[r * cols + c] = FromDouble<T>(normal(rng));
+        special[(r + 2) * cols + c] = FromDouble<T>(normal(rng));
+        if (r + 4 < 9) { special[(r + 4) * cols + c] = FromDouble<T>(normal(rng)); }
+      }
+      special[(r + 1) * cols - 1] = FromDouble<T>(std::numeric_limits<double>::quiet_NaN());
+      special[(r + 2) * cols] = FromDouble<T>(std::numeric_limits<double>::infinity());
     }
-    special[cols - 1] = FromDouble<T>(std::numeric_limits<double>::quiet_NaN());
-    special[2 * cols] = FromDouble<T>(std::numeric_limits<double>::infinity());
     special[4 * cols + cols / 2] = FromDouble<T>(std::numeric_limits<double>::quiet_NaN());
-    std::vector<T> out(5 * cols);
+    std::vector<T> out(9 * cols);
     for (int log = 0; log < 2; ++log) {
-      rows_fn(5, cols, special.data(), out.data(), log == 1, buffer.data());
-      for (int64_t i = 0; i < 5 * cols; ++i) {
+      rows_fn(9, cols, special.data(), out.data(), log == 1, buffer.data());
+      for (int64_t i = 0; i < 9 * cols; ++i) {
         if (!std::isnan(ToDouble(out[i]))) {
           throw Failure{std::string(type) + " NaN row: element " + std::to_string(i) +
                         " of cols=" + std::to_string(cols) + " is not NaN"};
