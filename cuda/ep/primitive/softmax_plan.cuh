@@ -741,12 +741,12 @@ inline bool NarrowDram(const CudaDeviceInfo& info) {
 // 1.006 -> 1.011 (1.007 -> 1.012); half 2304 1.016 -> 1.022, 3072 0.999 -> 1.004 (log_softmax
 // and bfloat16 alike), 3584 1.017 -> 1.022, 4096 1.002 -> 1.005 (bfloat16 1.002 -> 1.004). Rows
 // that do not start on a line lost 0.5-2.7% (float 1000, 1300-2000, 3000, 3600; half 2500, 2800,
-// 3000, 3500, 4000, 7500); so did 16-bit 512 x 2 at 8000 columns (-0.2%; 8192 +0.3%), float 512
-// x 2 on rows that fill 3/4 of it or less (kMaxSharedLeastWindow), float 1024 at 16384 rows (8
-// waves, -0.4%), and the shapes of 32-64 KiB rows (half 16384 on 512 x 4 -2.7%, float 16384 on
-// 1024 x 4 -20%), none of which take it. Why less L1 streams these rows faster is not known. Not
-// measured on an H200 (wider DRAM), where the largest carve-out measured 1.4% slower for float
-// 8192 (kHoldCarveoutBytes).
+// 3000, 3500, 4000, 7500); so did float 512 x 2 on rows that fill 3/4 of it or less
+// (kMaxSharedLeastWindow), float 1024 at 16384 rows (8 waves, -0.4%), and the shapes of 32-64
+// KiB rows (half 16384 on 512 x 4 -2.7%, float 16384 on 1024 x 4 -20%), none of which take it.
+// 16-bit 512 x 2 measured level at 7168-8192 columns (NOTES.md item 81) and does not take it.
+// Why less L1 streams these rows faster is not known. Not measured on an H200 (wider DRAM),
+// where the largest carve-out measured 1.4% slower for float 8192 (kHoldCarveoutBytes).
 inline bool PreferMaxShared(const CudaDeviceInfo& info, int64_t rows, int64_t row_bytes,
                             int active) {
   return NarrowDram(info) && row_bytes % kLineBytes == 0 &&
