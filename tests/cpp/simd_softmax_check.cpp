@@ -6,6 +6,7 @@
 //    with every sign and exponent and the mantissa endings that decide rounding (ties, one
 //    either side of a tie), float subnormals, the overflow threshold, infinities and NaNs.
 //  * the float exp: within 1 ulp where it is not 0, 0 where it should be;
+//  * the log of row sums: within 1 ulp (2 without fused multiply-adds), NaN kept;
 //  * Rows() against a plain long-double softmax, every dtype, many row lengths.
 //
 // Variants: portable 4 lanes; on x86-64 with GCC also AVX2 (8 lanes, F16C) and AVX-512 (16
@@ -210,6 +211,52 @@ void CheckExp(int lanes, ExpFn exp_fn, double ulps, const char* name) {
   }
 }
 
+// ---- log of row sums ---------------------------------------------------------------------------
+
+// Sums from 1 to 2^62 (row sums are at least 1): spread evenly in log, just above 1, and powers
+// of two and sqrt(2) with their neighbours (the ends of the reduction's interval), against the
+// long-double log; NaN stays NaN. Bound as for exp: 1 ulp fused, 2 where each step rounds twice.
+template <typename LogFn>
+void CheckLog(int lanes, LogFn log_fn, double ulps, const char* name) {
+  std::vector<double> in;
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  for (int i = 0; i < 200000; ++i) { in.push_back(std::exp2(62.0 * unit(rng))); }
+  for (int i = 0; i < 50000; ++i) { in.push_back(1.0 + std::exp2(-60.0 * unit(rng))); }
+  in.push_back(1.0);
+  for (int k = 0; k <= 62; ++k) {
+    for (const double m : {1.0, std::sqrt(2.0), std::sqrt(0.5)}) {
+      const double v = std::ldexp(m, k);
+      for (const double w : {std::nextafter(v, 0.0), v, std::nextafter(v, INFINITY)}) {
+        if (w >= 1.0) { in.push_back(w); }
+      }
+    }
+  }
+  in.push_back(std::numeric_limits<double>::quiet_NaN());
+  while (in.size() % lanes != 0) { in.push_back(1.0); }
+  std::vector<double> out(in.size());
+  for (size_t i = 0; i < in.size(); i += lanes) { log_fn(&in[i], &out[i]); }
+  for (size_t i = 0; i < in.size(); ++i) {
+    bool ok;
+    const long double want = std::log(static_cast<long double>(in[i]));
+    if (std::isnan(in[i])) {
+      ok = std::isnan(out[i]);
+    } else if (in[i] == 1.0) {
+      ok = out[i] == 0.0;
+    } else {
+      const double rounded = static_cast<double>(want);
+      const double ulp = std::nextafter(rounded, INFINITY) - rounded;
+      ok = std::fabs(static_cast<long double>(out[i]) - want) <= ulps * ulp;
+    }
+    if (!ok) {
+      char text[160];
+      std::snprintf(text, sizeof(text), "%s log(%.17g) = %.17g, want %.17Lg", name, in[i], out[i],
+                    want);
+      throw Failure{text};
+    }
+  }
+}
+
 // ---- rows ---------------------------------------------------------------------------------------
 
 template <typename T>
@@ -353,6 +400,8 @@ void CheckRows(RowsFn rows_fn, const char* type, std::mt19937& rng) {
     CheckConversions<float16>(2 * lanes, widen_two, narrow_two, #ns " float16 pairs");         \
     CheckConversions<bfloat16>(2 * lanes, widen_two, narrow_two, #ns " bfloat16 pairs");       \
     CheckExp(lanes, [](const float* i, float* o) { ns::ExpRaw(i, o); }, exp_ulps, #ns " exp"); \
+    auto log_raw = [](const double* i, double* o) { ns::LogRaw(i, o); };                       \
+    CheckLog(lanes / 2, log_raw, exp_ulps, #ns " log");                                        \
     auto rows = [](int64_t r, int64_t c, const auto* x, auto* y, bool log, float* b) {         \
       ns::Rows(r, c, x, y, log, b);                                                            \
     };                                                                                         \
