@@ -72,7 +72,7 @@ def reference(a, op):
 rng = np.random.default_rng(0)
 oneflite.set_num_threads(2)
 for dtype in NP:
-    for cols in [*range(1, 40), 63, 64, 65, 100, 1000, 1025, 4099, 20000]:
+    for cols in [*range(1, 40), 63, 64, 65, 100, 128, 129, 255, 512, 513, 1000, 1025, 4099, 20000]:
         rows = 3 if cols > 1000 else 37
         a = (rng.standard_normal((rows, cols)) * 5).astype(NP[dtype]).astype(np.float64)
         a[1, cols // 2] = 50.0                    # one dominant value

@@ -298,12 +298,14 @@ template <typename T, typename RowsFn>
 void CheckRows(RowsFn rows_fn, const char* type, std::mt19937& rng) {
   std::vector<int64_t> lengths;
   for (int64_t c = 1; c <= 70; ++c) { lengths.push_back(c); }
-  for (int64_t c : {100, 127, 128, 129, 1000, 1023, 1025, 4099, 20000}) { lengths.push_back(c); }
+  for (int64_t c : {100, 127, 128, 129, 255, 511, 512, 513, 1000, 1023, 1025, 4099, 20000}) {
+    lengths.push_back(c);
+  }
   std::normal_distribution<double> normal(0.0, 4.0);
   for (int64_t cols : lengths) {
-    // Nine rows: two groups of four (rows of up to 128 columns, and rows of two vectors with
-    // masked loads) or one of eight (rows of up to one vector, masked), and one alone. y has a
-    // guard after the last row, which no store may touch.
+    // Nine rows: two groups of four (float and double rows of up to 128 columns, 16-bit rows of
+    // up to 512, and rows of two vectors with masked loads) or one of eight (rows of up to one
+    // vector, masked), and one alone. y has a guard after the last row, which no store may touch.
     const int64_t rows = 9;
     constexpr int64_t kGuard = 64;
     const T sentinel = FromDouble<T>(1234.0);
