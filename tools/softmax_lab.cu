@@ -69,6 +69,9 @@
 //               (PreferMaxShared): the kernel's default copy
 //   hold=off    the planner's hold undone: the blocks registers allow (float 512 x 4 and 128 x 4,
 //               many rows)
+//   pair=N      not a plan: N (1, 2 or 4) rows a block of N x 128 threads, one 16-byte pack a
+//               thread, each row's threads reducing behind their own named barrier; rows of
+//               exactly 128 packs (half and bfloat16 1024, float 512)
 //   triton      not a plan: the benchmark's Triton kernel (python -m oneflite.bench's peer), from
 //               the cubin tools/triton_cubins.py compiled for this dtype and row length into
 //               --triton DIR, run on the same x and y as the plans (softmax only). The same
@@ -790,6 +793,76 @@ void LaunchTriton(const TritonKernel& triton, cudaStream_t stream, int64_t rows,
                              triton.smem, stream));
 }
 
+// The variant pair=N's kernel (lab only): N rows a block of N * kRowThreads threads, one
+// 16-byte pack a thread, rows of exactly kRowThreads whole packs (aligned). Each row's threads
+// reduce behind their own named barrier (bar.sync id, kRowThreads), so the N rows of a block
+// proceed independently; the block retires when all N have.
+template <typename T, Algorithm kAlgorithm, int kRowThreads, int kRowsPerBlock>
+__global__ void __launch_bounds__(kRowThreads* kRowsPerBlock)
+    PairRowsKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows) {
+  using C = ComputeType<T>;
+  constexpr int P = PackSize<T>::value;
+  constexpr int kWarps = kRowThreads / kWarpSize;
+  constexpr int kCols = kRowThreads * P;
+  __shared__ C posts[kRowsPerBlock][2][kWarps];
+  const int group = threadIdx.x / kRowThreads;
+  const int tid = threadIdx.x % kRowThreads;
+  const int64_t row = blockIdx.x * int64_t{kRowsPerBlock} + group;
+  if (row >= rows) { return; }  // whole groups only: the others never wait on this barrier
+  const Pack<T> pack = LoadPackOrNegativeInfinity(x + row * kCols + tid * P, true);
+  C v[P];
+#pragma unroll
+  for (int j = 0; j < P; ++j) { v[j] = ToCompute(pack.elem[j]); }
+  C m = v[0];
+#pragma unroll
+  for (int j = 1; j < P; ++j) { m = Max(m, v[j]); }
+  const int lane = threadIdx.x % kWarpSize;
+  const int warp = tid / kWarpSize;
+  auto reduce = [&](C value, C* slots, auto op) {
+    value = GroupAllReduce<kWarpSize>(value, op);
+    if (lane == 0) { slots[warp] = value; }
+    // Immediate barrier ids 0 to kRowsPerBlock - 1: with the id in a register ptxas reserves all
+    // 16 of the block's barriers, which held the SM to half the blocks (0.54x copy at half 1024).
+    if (group == 0) {
+      asm volatile("bar.sync 0, %0;" ::"n"(kRowThreads) : "memory");
+    } else if constexpr (kRowsPerBlock > 1) {
+      if (group == 1) {
+        asm volatile("bar.sync 1, %0;" ::"n"(kRowThreads) : "memory");
+      } else if constexpr (kRowsPerBlock > 2) {
+        if (group == 2) {
+          asm volatile("bar.sync 2, %0;" ::"n"(kRowThreads) : "memory");
+        } else {
+          asm volatile("bar.sync 3, %0;" ::"n"(kRowThreads) : "memory");
+        }
+      }
+    }
+    return GroupAllReduce<kWarps>(slots[lane % kWarps], op);
+  };
+  const C row_max = reduce(m, posts[group][0], MaxOp<C>());
+  C sum = 0;
+#pragma unroll
+  for (int j = 0; j < P; ++j) { Shift<T, kAlgorithm>(v[j], row_max, sum); }
+  const ShiftedOutput<T, kAlgorithm> output(reduce(sum, posts[group][1], SumOp<C>()));
+  C out[P];
+#pragma unroll
+  for (int j = 0; j < P; ++j) { out[j] = output(v[j]); }
+  *reinterpret_cast<Pack<T>*>(y + row * kCols + tid * P) = MakePack<T>(out);
+}
+
+template <typename T, int kRowsPerBlock>
+void LaunchPairRows(Algorithm algo, cudaStream_t stream, int64_t rows, const T* x, T* y) {
+  constexpr int kRowThreads = 128;
+  const dim3 grid(static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock));
+  if (algo == Algorithm::kSoftmax) {
+    PairRowsKernel<T, Algorithm::kSoftmax, kRowThreads, kRowsPerBlock>
+        <<<grid, kRowThreads * kRowsPerBlock, 0, stream>>>(x, y, rows);
+  } else {
+    PairRowsKernel<T, Algorithm::kLogSoftmax, kRowThreads, kRowsPerBlock>
+        <<<grid, kRowThreads * kRowsPerBlock, 0, stream>>>(x, y, rows);
+  }
+  LAB_CHECK(cudaGetLastError());
+}
+
 template <typename T>
 void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& info,
               cudaStream_t stream) {
@@ -830,13 +903,27 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
     std::vector<Run> runs;
     for (const std::string& variant : options.variants) {
       const bool triton_variant = variant == "triton";
-      const Plan plan =
-          VariantPlan<T>(options, triton_variant ? "default" : variant, info, rows, cols);
+      const Plan plan = VariantPlan<T>(
+          options, triton_variant || variant.rfind("pair=", 0) == 0 ? "default" : variant, info,
+          rows, cols);
       if (plan.launch == nullptr) { continue; }  // a warp=WxN rung that does not fit the row
       const TritonKernel triton = triton_variant ? LoadTriton(options, name, cols) : TritonKernel{};
+      const int pair = variant.rfind("pair=", 0) == 0 ? std::stoi(variant.substr(5)) : 0;
+      if (pair > 0 && (cols != 128 * PackSize<T>::value || (pair != 1 && pair != 2 && pair != 4))) {
+        std::fprintf(stderr, "softmax_lab: %s takes rows of 128 packs only, N 1, 2 or 4\n",
+                     variant.c_str());
+        continue;
+      }
+      const Algorithm algo = options.algo;
       runs.push_back({variant, plan, triton, [=, &stream] {
                         if (triton_variant) {
                           LaunchTriton(triton, stream, rows, cols, x, y);
+                        } else if (pair == 1) {
+                          LaunchPairRows<T, 1>(algo, stream, rows, x, y);
+                        } else if (pair == 2) {
+                          LaunchPairRows<T, 2>(algo, stream, rows, x, y);
+                        } else if (pair == 4) {
+                          LaunchPairRows<T, 4>(algo, stream, rows, x, y);
                         } else {
                           plan.launch(plan, stream, rows, cols, x, y);
                         }
@@ -909,7 +996,9 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
                   options.algo == Algorithm::kSoftmax ? "softmax" : "log_softmax", variant.c_str(),
                   static_cast<long long>(cols), static_cast<long long>(rows),
                   triton_variant ? ("triton: threads=" + std::to_string(triton.threads)).c_str()
-                                 : ToString(plan).c_str(),
+                  : variant.rfind("pair=", 0) == 0
+                      ? ("pair: " + variant.substr(5) + " rows a block of 128 threads each").c_str()
+                      : ToString(plan).c_str(),
                   copy_gbps, gbps, gbps / copy_gbps, max_error);
       std::fflush(stdout);
     }
