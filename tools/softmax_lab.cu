@@ -71,12 +71,16 @@
 //               many rows)
 //   pair=N      not a plan: N (1, 2 or 4) rows a block of N x 128 threads, one 16-byte pack a
 //               thread, each row's threads reducing behind their own named barrier; rows of
-//               exactly 128 packs (half and bfloat16 1024, float 512)
+//               exactly 128 packs (half and bfloat16 1024, float 512). pair=1m, pair=1l and
+//               pair=1ml: one row a block with Triton's arithmetic (m: exp2 without ftz, a
+//               division an element), its loads and barriers (l), or both (softmax only)
 //   triton      not a plan: the benchmark's Triton kernel (python -m oneflite.bench's peer), from
 //               the cubin tools/triton_cubins.py compiled for this dtype and row length into
 //               --triton DIR, run on the same x and y as the plans (softmax only). The same
 //               buffers matter: where a tensor lies in memory moves a copy by up to 0.9% (item 55
 //               of cuda/ep/primitive/NOTES.md), more than the margins measured against Triton.
+//   triton=DIR  the same, from the cubins in DIR instead of --triton's (say, Triton's PTX assembled
+//               by another ptxas), to run beside the variant triton
 //
 // Every timed call follows an L2 flush (a read of four times the L2 size), as in the benchmark.
 //
@@ -763,8 +767,8 @@ struct TritonKernel {
 
 // Loads DIR/<dtype>_<cols>.cubin and its .txt ("threads smem params"), as
 // tools/triton_cubins.py writes them; exits if they are missing.
-TritonKernel LoadTriton(const Options& options, const char* dtype, int64_t cols) {
-  const std::string stem = options.triton_dir + "/" + dtype + "_" + std::to_string(cols);
+TritonKernel LoadTriton(const std::string& dir, const char* dtype, int64_t cols) {
+  const std::string stem = dir + "/" + dtype + "_" + std::to_string(cols);
   std::ifstream meta(stem + ".txt");
   std::ifstream cubin(stem + ".cubin", std::ios::binary);
   TritonKernel triton;
@@ -797,9 +801,14 @@ void LaunchTriton(const TritonKernel& triton, cudaStream_t stream, int64_t rows,
 // 16-byte pack a thread, rows of exactly kRowThreads whole packs (aligned). Each row's threads
 // reduce behind their own named barrier (bar.sync id, kRowThreads), so the N rows of a block
 // proceed independently; the block retires when all N have.
-template <typename T, Algorithm kAlgorithm, int kRowThreads, int kRowsPerBlock>
+//
+// kTriton (softmax, one row a block): 0, the library's instructions; bit 1, Triton's arithmetic
+// (ex2.approx.f32 without ftz, and div.full.f32 an element instead of one reciprocal); bit 2,
+// Triton's memory and barrier instructions (plain ld.global.v4, bar.sync 0 with no count).
+template <typename T, Algorithm kAlgorithm, int kRowThreads, int kRowsPerBlock, int kTriton = 0>
 __global__ void __launch_bounds__(kRowThreads* kRowsPerBlock)
     PairRowsKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows) {
+  static_assert(kTriton == 0 || (kRowsPerBlock == 1 && kAlgorithm == Algorithm::kSoftmax));
   using C = ComputeType<T>;
   constexpr int P = PackSize<T>::value;
   constexpr int kWarps = kRowThreads / kWarpSize;
@@ -809,7 +818,16 @@ __global__ void __launch_bounds__(kRowThreads* kRowsPerBlock)
   const int tid = threadIdx.x % kRowThreads;
   const int64_t row = blockIdx.x * int64_t{kRowsPerBlock} + group;
   if (row >= rows) { return; }  // whole groups only: the others never wait on this barrier
-  const Pack<T> pack = LoadPackOrNegativeInfinity(x + row * kCols + tid * P, true);
+  Pack<T> pack;
+  if constexpr ((kTriton & 2) != 0) {
+    uint4 w;
+    asm volatile("ld.global.v4.b32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
+                 : "l"(x + row * kCols + tid * P));
+    memcpy(&pack, &w, sizeof(w));
+  } else {
+    pack = LoadPackOrNegativeInfinity(x + row * kCols + tid * P, true);
+  }
   C v[P];
 #pragma unroll
   for (int j = 0; j < P; ++j) { v[j] = ToCompute(pack.elem[j]); }
@@ -823,7 +841,9 @@ __global__ void __launch_bounds__(kRowThreads* kRowsPerBlock)
     if (lane == 0) { slots[warp] = value; }
     // Immediate barrier ids 0 to kRowsPerBlock - 1: with the id in a register ptxas reserves all
     // 16 of the block's barriers, which held the SM to half the blocks (0.54x copy at half 1024).
-    if (group == 0) {
+    if constexpr ((kTriton & 2) != 0) {
+      asm volatile("bar.sync 0;" ::: "memory");
+    } else if (group == 0) {
       asm volatile("bar.sync 0, %0;" ::"n"(kRowThreads) : "memory");
     } else if constexpr (kRowsPerBlock > 1) {
       if (group == 1) {
@@ -839,20 +859,51 @@ __global__ void __launch_bounds__(kRowThreads* kRowsPerBlock)
     return GroupAllReduce<kWarps>(slots[lane % kWarps], op);
   };
   const C row_max = reduce(m, posts[group][0], MaxOp<C>());
-  C sum = 0;
-#pragma unroll
-  for (int j = 0; j < P; ++j) { Shift<T, kAlgorithm>(v[j], row_max, sum); }
-  const ShiftedOutput<T, kAlgorithm> output(reduce(sum, posts[group][1], SumOp<C>()));
   C out[P];
+  if constexpr ((kTriton & 1) != 0) {
+    float sum = 0;
 #pragma unroll
-  for (int j = 0; j < P; ++j) { out[j] = output(v[j]); }
+    for (int j = 0; j < P; ++j) {
+      asm("ex2.approx.f32 %0, %1;" : "=f"(v[j]) : "f"((v[j] - row_max) * 1.4426950408889634f));
+      sum += v[j];
+    }
+    const float total = reduce(sum, posts[group][1], SumOp<C>());
+#pragma unroll
+    for (int j = 0; j < P; ++j) {
+      asm("div.full.f32 %0, %1, %2;" : "=f"(out[j]) : "f"(v[j]), "f"(total));
+    }
+  } else {
+    C sum = 0;
+#pragma unroll
+    for (int j = 0; j < P; ++j) { Shift<T, kAlgorithm>(v[j], row_max, sum); }
+    const ShiftedOutput<T, kAlgorithm> output(reduce(sum, posts[group][1], SumOp<C>()));
+#pragma unroll
+    for (int j = 0; j < P; ++j) { out[j] = output(v[j]); }
+  }
   *reinterpret_cast<Pack<T>*>(y + row * kCols + tid * P) = MakePack<T>(out);
 }
 
 template <typename T, int kRowsPerBlock>
-void LaunchPairRows(Algorithm algo, cudaStream_t stream, int64_t rows, const T* x, T* y) {
+void LaunchPairRows(Algorithm algo, cudaStream_t stream, int64_t rows, const T* x, T* y,
+                    int triton_bits = 0) {
   constexpr int kRowThreads = 128;
   const dim3 grid(static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock));
+  if constexpr (kRowsPerBlock == 1) {
+    if (triton_bits != 0 && algo == Algorithm::kSoftmax) {
+      if (triton_bits == 1) {
+        PairRowsKernel<T, Algorithm::kSoftmax, kRowThreads, 1, 1>
+            <<<grid, kRowThreads, 0, stream>>>(x, y, rows);
+      } else if (triton_bits == 2) {
+        PairRowsKernel<T, Algorithm::kSoftmax, kRowThreads, 1, 2>
+            <<<grid, kRowThreads, 0, stream>>>(x, y, rows);
+      } else {
+        PairRowsKernel<T, Algorithm::kSoftmax, kRowThreads, 1, 3>
+            <<<grid, kRowThreads, 0, stream>>>(x, y, rows);
+      }
+      LAB_CHECK(cudaGetLastError());
+      return;
+    }
+  }
   if (algo == Algorithm::kSoftmax) {
     PairRowsKernel<T, Algorithm::kSoftmax, kRowThreads, kRowsPerBlock>
         <<<grid, kRowThreads * kRowsPerBlock, 0, stream>>>(x, y, rows);
@@ -902,13 +953,20 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
     };
     std::vector<Run> runs;
     for (const std::string& variant : options.variants) {
-      const bool triton_variant = variant == "triton";
+      const bool triton_variant = variant == "triton" || variant.rfind("triton=", 0) == 0;
       const Plan plan = VariantPlan<T>(
           options, triton_variant || variant.rfind("pair=", 0) == 0 ? "default" : variant, info,
           rows, cols);
       if (plan.launch == nullptr) { continue; }  // a warp=WxN rung that does not fit the row
-      const TritonKernel triton = triton_variant ? LoadTriton(options, name, cols) : TritonKernel{};
+      const TritonKernel triton = !triton_variant       ? TritonKernel{}
+                                  : variant == "triton" ? LoadTriton(options.triton_dir, name, cols)
+                                                        : LoadTriton(variant.substr(7), name, cols);
       const int pair = variant.rfind("pair=", 0) == 0 ? std::stoi(variant.substr(5)) : 0;
+      // pair=1m, pair=1l, pair=1ml: the one-row kernel with Triton's arithmetic (m), its memory
+      // and barrier instructions (l), or both (softmax only).
+      const std::string suffix = pair == 1 ? variant.substr(6) : "";
+      const int triton_bits = (suffix.find('m') != std::string::npos ? 1 : 0) |
+                              (suffix.find('l') != std::string::npos ? 2 : 0);
       if (pair > 0 && (cols != 128 * PackSize<T>::value || (pair != 1 && pair != 2 && pair != 4))) {
         std::fprintf(stderr, "softmax_lab: %s takes rows of 128 packs only, N 1, 2 or 4\n",
                      variant.c_str());
@@ -919,7 +977,7 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
                         if (triton_variant) {
                           LaunchTriton(triton, stream, rows, cols, x, y);
                         } else if (pair == 1) {
-                          LaunchPairRows<T, 1>(algo, stream, rows, x, y);
+                          LaunchPairRows<T, 1>(algo, stream, rows, x, y, triton_bits);
                         } else if (pair == 2) {
                           LaunchPairRows<T, 2>(algo, stream, rows, x, y);
                         } else if (pair == 4) {
@@ -944,7 +1002,7 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
     const float copy_ms = times[0];
     for (size_t v = 0; v < runs.size(); ++v) {
       const std::string& variant = runs[v].variant;
-      const bool triton_variant = variant == "triton";
+      const bool triton_variant = variant == "triton" || variant.rfind("triton=", 0) == 0;
       const Plan& plan = runs[v].plan;
       const TritonKernel& triton = runs[v].triton;
       const float ms = times[v + 1];
@@ -1055,6 +1113,12 @@ int main(int argc, char** argv) {
   const bool has_triton = std::find(variants.begin(), variants.end(), "triton") != variants.end();
   if (has_triton && (options.triton_dir.empty() || options.algo != Algorithm::kSoftmax)) {
     std::fprintf(stderr, "the variant triton needs --triton DIR and --algo softmax\n");
+    return 2;
+  }
+  const bool has_triton_dir = std::any_of(variants.begin(), variants.end(),
+                                          [](const auto& v) { return v.rfind("triton=", 0) == 0; });
+  if (has_triton_dir && options.algo != Algorithm::kSoftmax) {
+    std::fprintf(stderr, "the variant triton=DIR needs --algo softmax\n");
     return 2;
   }
   if (small_smem && options.variants.size() > 1) {

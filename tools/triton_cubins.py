@@ -3,10 +3,11 @@ for tools/softmax_lab.cu's variant ``triton``, which runs them on the same buffe
 kernels. Needs torch, triton and a GPU.
 
     python tools/triton_cubins.py DIR [--dtypes float16 bfloat16 float32] [--cols 768 1024 ...]
-                                      [--maxnreg N]
+                                      [--maxnreg N] [--ptx]
 
 Writes DIR/<dtype>_<cols>.cubin and DIR/<dtype>_<cols>.txt ("threads smem params"), with the
-lab's dtype names (half, bfloat16, float).
+lab's dtype names (half, bfloat16, float); with --ptx also the PTX Triton assembled the cubin
+from (DIR/<dtype>_<cols>.ptx), to assemble with another ptxas.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ def main() -> None:
     parser.add_argument("--cols", nargs="+", type=int, default=bench.SWEEP_COLS)
     parser.add_argument("--maxnreg", type=int, default=None,
                         help="cap the kernel's registers (Triton's maxnreg), for experiments")
+    parser.add_argument("--ptx", action="store_true", help="also write each kernel's PTX")
     args = parser.parse_args()
     softmax = bench._triton_softmax()
     if softmax is None:
@@ -44,6 +46,8 @@ def main() -> None:
             threads = kernel.metadata.num_warps * 32
             stem = args.dir / f"{LAB_NAMES[dtype]}_{cols}"
             stem.with_suffix(".cubin").write_bytes(kernel.asm["cubin"])
+            if args.ptx:
+                stem.with_suffix(".ptx").write_text(kernel.asm["ptx"])
             stem.with_suffix(".txt").write_text(
                 f"{threads} {kernel.metadata.shared} {params}\n")
             print(f"{stem}: {threads} threads, {kernel.metadata.shared} B shared, "
