@@ -39,12 +39,15 @@ struct TileShape {
 //   9 and 13 words, 8 blocks (64 registers): float 36 (4 x 9) 0.885 -> 0.93, float 52 (4 x 13)
 //     0.90 -> 0.93-0.94 (6 blocks 0.92), float 26 (2 x 13) 0.84 -> 0.94-0.95, 16-bit 52 0.82 ->
 //     0.93-0.95, 16-bit 104 0.89-0.90 -> 0.92-0.935, 16-bit 72 0.87-0.89 -> 0.93;
-//   float, 25 words: softmax on 7 blocks (72 registers, no spill; 6 spilled), float 100 (4 x 25)
+//   float, 25 words: log_softmax on 6 once its outputs came from shared memory (TileRows).
+//     Before, its logf spilled 20-56 bytes on 5-8 blocks and 4 was its best (float 100 0.935 ->
+//     0.957-0.962); against those 4 blocks, 6 now gain: float 100 0.959-0.964 -> 0.975-0.978,
+//     float 50 0.929-0.933 -> 0.987-0.992, float 200 0.963-0.967 -> 0.971-0.972. Softmax ran on 7
+//     (72 registers; 6 spilled) while it held its exps through the row's sum: float 100 (4 x 25)
 //     0.936 -> 0.963-0.969, float 50 (2 x 25) 0.916 -> 0.99-1.00, float 200 (8 x 25) 0.958 ->
-//     0.965; log_softmax on 6 once its outputs came from shared memory (TileRows). Before, its
-//     logf spilled 20-56 bytes on 5-8 blocks and 4 was its best (float 100 0.935 -> 0.957-0.962);
-//     against those 4 blocks, 6 now gain: float 100 0.959-0.964 -> 0.975-0.978, float 50
-//     0.929-0.933 -> 0.987-0.992, float 200 0.963-0.967 -> 0.971-0.972;
+//     0.965. Since its exps go to shared memory as they are summed, it compiles for 6 (80
+//     registers, no spill), and on an H100 6 gained over 7: float 100 0.948 -> 0.973-0.978,
+//     float 200 0.967-0.970 -> 0.977-0.983, float 50 level (NOTES item 83);
 //   one lane a row (the 1 x 25 rung: float 25, 16-bit 50), unbounded at 92-120 registers, lost
 //     under any bound (16-bit 50 0.96 -> 0.92-0.95 on 5-7 blocks; float 25 level): no bound.
 template <typename T, Algorithm kAlgorithm, int kWidth, int kWords>
@@ -53,9 +56,6 @@ constexpr int TileMinBlocks() {
     return 1;
   } else if constexpr (kWords <= 13) {
     return 8;
-  } else if constexpr (std::is_same_v<T, float> && kWords > 17 &&
-                       kAlgorithm == Algorithm::kSoftmax) {
-    return 7;
   } else {
     return 6;
   }
@@ -95,18 +95,32 @@ __device__ __forceinline__ void TileRows(uint32_t* words, int n_words, int row_w
   const C row_max =
       GroupAllReduce<kWidth>(PackMax<T, 4, kWords>(in), [](C a, C b) { return Max(a, b); });
   C sum = 0;
+  if constexpr (std::is_same_v<T, float> && kAlgorithm == Algorithm::kSoftmax) {
+    // float softmax writes each exp over its x in shared memory as it sums them, so that v dies
+    // there, not after the row's sum (TileMinBlocks).
 #pragma unroll
-  for (int i = 0; i < kWords * kPerWord; ++i) { Shift<T, kAlgorithm>(v[i], row_max, sum); }
+    for (int k = 0; k < kWords; ++k) {
+      Shift<T, kAlgorithm>(v[k], row_max, sum);
+      const int i = k * kWidth + lane_in_group;
+      if (i < live_words) { row[i] = __float_as_uint(v[k]); }
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kWords * kPerWord; ++i) { Shift<T, kAlgorithm>(v[i], row_max, sum); }
+  }
   const ShiftedOutput<T, kAlgorithm> output(
       GroupAllReduce<kWidth>(sum, [](C a, C b) { return a + b; }));
-  if constexpr (std::is_same_v<T, float> && kAlgorithm == Algorithm::kLogSoftmax) {
-    // float log_softmax takes each output from x, still in shared memory, rather than from v:
-    // x - max is one subtract, and v, dead once summed, holds no registers through the row's
-    // logf, which spilled at 5-8 blocks an SM while it did (TileMinBlocks).
+  if constexpr (std::is_same_v<T, float>) {
+    // float takes each output from shared memory rather than from v: softmax its exp, log_softmax
+    // its x (x - max is one subtract). v, dead once summed, holds no registers through the
+    // row's sum and logf, which spilled at 5-8 blocks an SM while it did (TileMinBlocks).
 #pragma unroll
     for (int k = 0; k < kWords; ++k) {
       const int i = k * kWidth + lane_in_group;
-      if (i < live_words) { row[i] = __float_as_uint(output(__uint_as_float(row[i]) - row_max)); }
+      if (i < live_words) {
+        const C kept = __uint_as_float(row[i]);
+        row[i] = __float_as_uint(output(kAlgorithm == Algorithm::kSoftmax ? kept : kept - row_max));
+      }
     }
   } else {
 #pragma unroll
