@@ -5,7 +5,8 @@
 //    tests check against NumPy and ml_dtypes): every 16-bit pattern widened; narrowed, floats
 //    with every sign and exponent and the mantissa endings that decide rounding (ties, one
 //    either side of a tie), float subnormals, the overflow threshold, infinities and NaNs.
-//  * the float exp: within 1 ulp where it is not 0, 0 where it should be;
+//  * the float and double exps: within 1 ulp where they are not 0 (2 without fused
+//    multiply-adds), 0 where they should be;
 //  * the log of row sums: within 1 ulp (2 without fused multiply-adds), NaN kept;
 //  * Rows() against a plain long-double softmax, every dtype, many row lengths.
 //
@@ -211,6 +212,60 @@ void CheckExp(int lanes, ExpFn exp_fn, double ulps, const char* name) {
   }
 }
 
+// double: every argument of a spread over [-708.3, 0] (evenly, and in log toward 0), the
+// multiples of ln(2)/2 (where the reduced argument is at its widest) and their neighbours,
+// within `ulps` of the long-double exp; exactly 0 from -708.8 down to -inf (between, results
+// under 2^-1022, subnormal or 0); exp(0) exactly 1; NaN stays NaN.
+template <typename ExpFn>
+void CheckExpDouble(int lanes, ExpFn exp_fn, double ulps, const char* name) {
+  std::vector<double> in;
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> spread(-708.3, 0.0);
+  std::uniform_real_distribution<double> exponent(-60.0, 9.45);
+  for (int i = 0; i < 200000; ++i) {
+    in.push_back(spread(rng));
+    in.push_back(-std::exp2(exponent(rng)));
+  }
+  for (int k = 1; k <= 2043; ++k) {
+    const double v = -k * 0.34657359027997264;  // k ln(2) / 2
+    if (v < -708.3) { break; }
+    for (const double w : {std::nextafter(v, -INFINITY), v, std::nextafter(v, 0.0)}) {
+      in.push_back(w);
+    }
+  }
+  for (const double v : {-708.8, -709.0, -745.2, -746.0, -800.0, -1e300}) { in.push_back(v); }
+  in.push_back(-std::numeric_limits<double>::infinity());
+  in.push_back(-0.0);
+  in.push_back(0.0);
+  in.push_back(std::numeric_limits<double>::quiet_NaN());
+  while (in.size() % lanes != 0) { in.push_back(0.0); }
+  std::vector<double> out(in.size());
+  for (size_t i = 0; i < in.size(); i += lanes) { exp_fn(&in[i], &out[i]); }
+  for (size_t i = 0; i < in.size(); ++i) {
+    bool ok;
+    if (std::isnan(in[i])) {
+      ok = std::isnan(out[i]);
+    } else if (in[i] <= -708.8) {
+      ok = out[i] == 0.0;
+    } else if (in[i] < -708.3) {
+      ok = out[i] >= 0.0 && out[i] <= 2.3e-308;
+    } else if (in[i] == 0.0) {
+      ok = out[i] == 1.0;
+    } else {
+      const long double want = std::exp(static_cast<long double>(in[i]));
+      const double rounded = static_cast<double>(want);
+      const double ulp = std::nextafter(rounded, INFINITY) - rounded;
+      ok = std::fabs(static_cast<long double>(out[i]) - want) <= ulps * ulp;
+    }
+    if (!ok) {
+      char text[160];
+      std::snprintf(text, sizeof(text), "%s exp(%.17g) = %.17g, want %.17Lg", name, in[i], out[i],
+                    std::exp(static_cast<long double>(in[i])));
+      throw Failure{text};
+    }
+  }
+}
+
 // ---- log of row sums ---------------------------------------------------------------------------
 
 // Sums from 1 to 2^62 (row sums are at least 1): spread evenly in log, just above 1, and powers
@@ -402,6 +457,8 @@ void CheckRows(RowsFn rows_fn, const char* type, std::mt19937& rng) {
     CheckConversions<float16>(2 * lanes, widen_two, narrow_two, #ns " float16 pairs");         \
     CheckConversions<bfloat16>(2 * lanes, widen_two, narrow_two, #ns " bfloat16 pairs");       \
     CheckExp(lanes, [](const float* i, float* o) { ns::ExpRaw(i, o); }, exp_ulps, #ns " exp"); \
+    auto exp_double = [](const double* i, double* o) { ns::ExpRaw(i, o); };                    \
+    CheckExpDouble(lanes / 2, exp_double, exp_ulps, #ns " double exp");                        \
     auto log_raw = [](const double* i, double* o) { ns::LogRaw(i, o); };                       \
     CheckLog(lanes / 2, log_raw, exp_ulps, #ns " log");                                        \
     auto rows = [](int64_t r, int64_t c, const auto* x, auto* y, bool log, float* b) {         \
