@@ -212,6 +212,14 @@ void CheckExp(int lanes, ExpFn exp_fn, double ulps, const char* name) {
   }
 }
 
+// Whether a double result lies within `ulps` units in the last place of the exact value (a
+// long double, rounded to double for the unit).
+bool WithinUlps(double got, long double want, double ulps) {
+  const double rounded = static_cast<double>(want);
+  const double ulp = std::nextafter(rounded, INFINITY) - rounded;
+  return std::fabs(static_cast<long double>(got) - want) <= ulps * ulp;
+}
+
 // double: every argument of a spread over [-708.3, 0] (evenly, and in log toward 0), the
 // multiples of ln(2)/2 (where the reduced argument is at its widest) and their neighbours,
 // within `ulps` of the long-double exp; exactly 0 from -708.8 down to -inf (between, results
@@ -252,10 +260,7 @@ void CheckExpDouble(int lanes, ExpFn exp_fn, double ulps, const char* name) {
     } else if (in[i] == 0.0) {
       ok = out[i] == 1.0;
     } else {
-      const long double want = std::exp(static_cast<long double>(in[i]));
-      const double rounded = static_cast<double>(want);
-      const double ulp = std::nextafter(rounded, INFINITY) - rounded;
-      ok = std::fabs(static_cast<long double>(out[i]) - want) <= ulps * ulp;
+      ok = WithinUlps(out[i], std::exp(static_cast<long double>(in[i])), ulps);
     }
     if (!ok) {
       char text[160];
@@ -299,9 +304,7 @@ void CheckLog(int lanes, LogFn log_fn, double ulps, const char* name) {
     } else if (in[i] == 1.0) {
       ok = out[i] == 0.0;
     } else {
-      const double rounded = static_cast<double>(want);
-      const double ulp = std::nextafter(rounded, INFINITY) - rounded;
-      ok = std::fabs(static_cast<long double>(out[i]) - want) <= ulps * ulp;
+      ok = WithinUlps(out[i], want, ulps);
     }
     if (!ok) {
       char text[160];
