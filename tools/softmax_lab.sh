@@ -5,7 +5,8 @@
 #                        [--variant default|grid=tiles|grid=persistent|path=block|smem=48k|
 #                                   online=N|block=N|copy=registers|passes=3|pack=2|
 #                                   cache=float|path=registers|registers=BxN|rows=N|
-#                                   held=0|warp=WxN[xB]|grid=Nx|occ=N|hold=off|shared=off|triton ...]
+#                                   held=0|warp=WxN[xB]|grid=Nx|occ=N|hold=off|shared=off|
+#                                   pair=N|pair=1m|pair=1l|pair=1ml|triton|triton=DIR ...]
 #                        [--reps N] [--triton DIR] [--interleave]
 #
 # The variants are described at the top of tools/softmax_lab.cu. The variant triton runs the
