@@ -50,7 +50,7 @@ struct TileShape {
 //     float 200 0.967-0.970 -> 0.977-0.983, float 50 level (NOTES item 83);
 //   one lane a row (the 1 x 25 rung: float 25, 16-bit 50), unbounded at 92-120 registers, lost
 //     under any bound (16-bit 50 0.96 -> 0.92-0.95 on 5-7 blocks; float 25 level): no bound.
-template <typename T, Algorithm kAlgorithm, int kWidth, int kWords>
+template <int kWidth, int kWords>
 constexpr int TileMinBlocks() {
   if constexpr (kWidth == 1) {
     return 1;
@@ -161,8 +161,7 @@ __device__ __forceinline__ void TileRows(uint32_t* words, int n_words, int row_w
 // step each, not four. Blocks stride over the row tiles, in case the grid is capped.
 template <typename T, Algorithm kAlgorithm, int kWidth, int kWords, int kTiles, int kMinBlocks>
 __global__ void __launch_bounds__(kTileBlockSize,
-                                  kMinBlocks > 0 ? kMinBlocks
-                                                 : TileMinBlocks<T, kAlgorithm, kWidth, kWords>())
+                                  kMinBlocks > 0 ? kMinBlocks : TileMinBlocks<kWidth, kWords>())
     TileSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int cols) {
   static_assert(!std::is_same_v<T, double>, "rows of whole 32-bit words of T");
   constexpr int kPerWord = PackSize<T, 4>::value;
