@@ -98,6 +98,16 @@ struct Failure {
 bool IsHalfNaN(uint16_t h) { return (h & 0x7c00u) == 0x7c00u && (h & 0x3ffu) != 0; }
 bool IsBFloat16NaN(uint16_t b) { return (b & 0x7f80u) == 0x7f80u && (b & 0x7fu) != 0; }
 
+// Runs fn(in, out), which takes `lanes` values at a time, over all of `in`, first padded with
+// `pad` to whole vectors; returns the outputs, one an input.
+template <typename Out, typename In, typename Fn>
+std::vector<Out> InVectors(int lanes, Fn fn, std::vector<In>& in, In pad) {
+  while (in.size() % lanes != 0) { in.push_back(pad); }
+  std::vector<Out> out(in.size());
+  for (size_t i = 0; i < in.size(); i += lanes) { fn(&in[i], &out[i]); }
+  return out;
+}
+
 // Widen(in, out) and Narrow(in, out) convert `lanes` values at a time.
 template <typename T, typename Widen, typename Narrow>
 void CheckConversions(int lanes, Widen widen, Narrow narrow, const char* type) {
@@ -151,9 +161,7 @@ void CheckConversions(int lanes, Widen widen, Narrow narrow, const char* type) {
     values.push_back(s);
     values.push_back(-s);
   }
-  while (values.size() % lanes != 0) { values.push_back(0.0f); }
-  std::vector<T> narrowed(values.size());
-  for (size_t i = 0; i < values.size(); i += lanes) { narrow(&values[i], &narrowed[i]); }
+  const std::vector<T> narrowed = InVectors<T>(lanes, narrow, values, 0.0f);
   for (size_t i = 0; i < values.size(); ++i) {
     const uint16_t want = T(values[i]).bits;
     const uint16_t got = narrowed[i].bits;
@@ -179,16 +187,14 @@ void CheckConversions(int lanes, Widen widen, Narrow narrow, const char* type) {
 // fuses), each step rounds twice, and 2 ulp is the bound.
 template <typename ExpFn>
 void CheckExp(int lanes, ExpFn exp_fn, double ulps, const char* name) {
-  std::vector<float> in, out;
+  std::vector<float> in;
   for (uint32_t u = 0x80000000u; u <= Bits(-87.3f); u += 61) { in.push_back(FromBits(u)); }
   for (uint32_t u = Bits(-87.7f); u < 0xff800000u; u += 99991) { in.push_back(FromBits(u)); }
   in.push_back(-0.0f);
   in.push_back(0.0f);
   in.push_back(-std::numeric_limits<float>::infinity());
   in.push_back(std::numeric_limits<float>::quiet_NaN());
-  while (in.size() % lanes != 0) { in.push_back(0.0f); }
-  out.resize(in.size());
-  for (size_t i = 0; i < in.size(); i += lanes) { exp_fn(&in[i], &out[i]); }
+  const std::vector<float> out = InVectors<float>(lanes, exp_fn, in, 0.0f);
   for (size_t i = 0; i < in.size(); ++i) {
     const double want = std::exp(static_cast<double>(in[i]));
     bool ok;
@@ -246,9 +252,7 @@ void CheckExpDouble(int lanes, ExpFn exp_fn, double ulps, const char* name) {
   in.push_back(-0.0);
   in.push_back(0.0);
   in.push_back(std::numeric_limits<double>::quiet_NaN());
-  while (in.size() % lanes != 0) { in.push_back(0.0); }
-  std::vector<double> out(in.size());
-  for (size_t i = 0; i < in.size(); i += lanes) { exp_fn(&in[i], &out[i]); }
+  const std::vector<double> out = InVectors<double>(lanes, exp_fn, in, 0.0);
   for (size_t i = 0; i < in.size(); ++i) {
     bool ok;
     if (std::isnan(in[i])) {
@@ -293,9 +297,7 @@ void CheckLog(int lanes, LogFn log_fn, double ulps, const char* name) {
     }
   }
   in.push_back(std::numeric_limits<double>::quiet_NaN());
-  while (in.size() % lanes != 0) { in.push_back(1.0); }
-  std::vector<double> out(in.size());
-  for (size_t i = 0; i < in.size(); i += lanes) { log_fn(&in[i], &out[i]); }
+  const std::vector<double> out = InVectors<double>(lanes, log_fn, in, 1.0);
   for (size_t i = 0; i < in.size(); ++i) {
     bool ok;
     const long double want = std::log(static_cast<long double>(in[i]));

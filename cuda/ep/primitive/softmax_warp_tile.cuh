@@ -95,18 +95,15 @@ __device__ __forceinline__ void TileRows(uint32_t* words, int n_words, int row_w
   const C row_max =
       GroupAllReduce<kWidth>(PackMax<T, 4, kWords>(in), [](C a, C b) { return Max(a, b); });
   C sum = 0;
-  if constexpr (std::is_same_v<T, float> && kAlgorithm == Algorithm::kSoftmax) {
-    // float softmax writes each exp over its x in shared memory as it sums them, so that v dies
-    // there, not after the row's sum (TileMinBlocks).
 #pragma unroll
-    for (int k = 0; k < kWords; ++k) {
-      Shift<T, kAlgorithm>(v[k], row_max, sum);
-      const int i = k * kWidth + lane_in_group;
-      if (i < live_words) { row[i] = __float_as_uint(v[k]); }
+  for (int i = 0; i < kWords * kPerWord; ++i) {
+    Shift<T, kAlgorithm>(v[i], row_max, sum);
+    if constexpr (std::is_same_v<T, float> && kAlgorithm == Algorithm::kSoftmax) {
+      // float softmax (a word a value) writes each exp over its x in shared memory as it sums
+      // them, so that v dies here, not after the row's sum (TileMinBlocks).
+      const int word = i * kWidth + lane_in_group;
+      if (word < live_words) { row[word] = __float_as_uint(v[i]); }
     }
-  } else {
-#pragma unroll
-    for (int i = 0; i < kWords * kPerWord; ++i) { Shift<T, kAlgorithm>(v[i], row_max, sum); }
   }
   const ShiftedOutput<T, kAlgorithm> output(
       GroupAllReduce<kWidth>(sum, [](C a, C b) { return a + b; }));
