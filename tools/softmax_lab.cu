@@ -18,6 +18,10 @@
 //                                        call of each a round, as python -m oneflite.bench
 //                                        takes its providers, instead of each one's calls in a
 //                                        row
+//   --drain                              end each timed call after a second L2 flush, less the
+//                                        median time of that flush alone (timed the same way,
+//                                        round by round), so that what a kernel leaves dirty
+//                                        in L2 and the DRAM takes after it ends is counted too
 //   --y-offset N                         y starts N elements past an aligned address (x stays
 //                                        aligned), to run the kernels' store fallbacks; the N
 //                                        elements before y and after it must stay untouched
@@ -74,6 +78,12 @@
 //               exactly 128 packs (half and bfloat16 1024, float 512). pair=1m, pair=1l and
 //               pair=1ml: one row a block with Triton's arithmetic (m: exp2 without ftz, a
 //               division an element), its loads and barriers (l), or both (softmax only)
+//   bulk=MODE[/THREADS]  not a plan: one row a block of THREADS threads (32, 64, 128, 256 or
+//               512; default 128) and the fewest packs a thread that hold it (LaunchBulk lists
+//               the shapes), rows of whole packs, moved by the bulk copy engine: load (the row
+//               into shared memory by one cp.async.bulk), store (out by one), both, none
+//               (neither: a one-row kernel), or copy (both, and no arithmetic: y is x; its
+//               max_error is not a softmax's)
 //   triton      not a plan: the benchmark's Triton kernel (python -m oneflite.bench's peer), from
 //               the cubin tools/triton_cubins.py compiled for this dtype and row length into
 //               --triton DIR, run on the same x and y as the plans (softmax only). The same
@@ -99,6 +109,7 @@
 #include <functional>
 #include <iterator>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 // The planner's lab-only shapes (PlanRegistersTail).
@@ -141,6 +152,7 @@ struct Options {
   std::string triton_dir;
   int64_t y_offset = 0;
   bool interleave = false;
+  bool drain = false;
 };
 
 [[maybe_unused]] float ToFloat(__half v) { return __half2float(v); }
@@ -193,9 +205,16 @@ class L2Flush {
 };
 
 // The median time in ms of each call over `reps` rounds, a round timing every call once in
-// order, each between its own pair of events with L2 flushed before it (--interleave).
+// order, each between its own pair of events with L2 flushed before it (--interleave). With
+// drain, each call's end event follows a second flush, and the median of that flush alone (one
+// more call a round, with nothing before it) is taken off every median: the time then counts
+// the write-back of the lines a call left dirty in L2 (--drain).
 std::vector<float> InterleavedMedianMs(cudaStream_t stream, const L2Flush& flush, int reps,
-                                       const std::vector<std::function<void()>>& calls) {
+                                       std::vector<std::function<void()>> calls,
+                                       bool drain = false) {
+  if (drain) {
+    calls.insert(calls.begin(), [] {});
+  }
   cudaEvent_t begin, end;
   LAB_CHECK(cudaEventCreate(&begin));
   LAB_CHECK(cudaEventCreate(&end));
@@ -208,6 +227,7 @@ std::vector<float> InterleavedMedianMs(cudaStream_t stream, const L2Flush& flush
       flush(stream);
       LAB_CHECK(cudaEventRecord(begin, stream));
       calls[c]();
+      if (drain) { flush(stream); }
       LAB_CHECK(cudaEventRecord(end, stream));
       LAB_CHECK(cudaEventSynchronize(end));
       float ms = 0;
@@ -222,14 +242,19 @@ std::vector<float> InterleavedMedianMs(cudaStream_t stream, const L2Flush& flush
     std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
     medians.push_back(t[t.size() / 2]);
   }
+  if (drain) {
+    const float flush_ms = medians.front();
+    medians.erase(medians.begin());
+    for (float& ms : medians) { ms -= flush_ms; }
+  }
   return medians;
 }
 
 // The median time in ms of `reps` calls of fn, each between its own pair of events, with L2
 // flushed before each.
 template <typename Fn>
-float MedianMs(cudaStream_t stream, const L2Flush& flush, int reps, Fn&& fn) {
-  return InterleavedMedianMs(stream, flush, reps, {std::function<void()>(fn)})[0];
+float MedianMs(cudaStream_t stream, const L2Flush& flush, int reps, Fn&& fn, bool drain) {
+  return InterleavedMedianMs(stream, flush, reps, {std::function<void()>(fn)}, drain)[0];
 }
 
 // Launches the plan's block path through the block kernel of plan.block threads built with the
@@ -512,7 +537,9 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
     for (const int block : {128, 256, 512, 1024}) {
       Plan sized = plan;
       sized.block = block;
-      const void* kernel = UseBlockKernel<T, false, true, float>(options, info, sized);
+      // (Only 16-bit rows get here; for the others this instantiates an unused kernel.)
+      using Wide = std::conditional_t<kIs16Bit<T>, float, T>;
+      const void* kernel = UseBlockKernel<T, false, true, Wide>(options, info, sized);
       if (kernel == nullptr) { continue; }
       const int64_t fit = static_cast<int64_t>(MaxDynamicSmem(kernel, info)) / kWide;
       sized.cached_packs = static_cast<int>(std::min(window, fit));
@@ -570,7 +597,9 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
       using Shape = decltype(shape);
       constexpr int P = PackSize<T, Shape::bytes>::value;
       // Any rung within the largest budget a dtype has (bfloat16's), not only this dtype's.
-      if constexpr (Shape::packs * P * sizeof(ComputeType<T>) <= kWarpLaneBytes<__nv_bfloat16>) {
+      // (No rung of packs narrower than the dtype: double's 4-byte ones have no elements.)
+      if constexpr (P > 0 &&
+                    Shape::packs * P * sizeof(ComputeType<T>) <= kWarpLaneBytes<__nv_bfloat16>) {
         if (Shape::width != width || Shape::packs != packs || Shape::bytes != bytes) { return; }
         if (int64_t{Shape::width} * Shape::packs < cols / P) { return; }  // too short a rung
         found = true;
@@ -888,7 +917,7 @@ void LaunchPairRows(Algorithm algo, cudaStream_t stream, int64_t rows, const T* 
                     int triton_bits = 0) {
   constexpr int kRowThreads = 128;
   const dim3 grid(static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock));
-  if constexpr (kRowsPerBlock == 1) {
+  if constexpr (kRowsPerBlock == 1 && std::is_same_v<ComputeType<T>, float>) {
     if (triton_bits != 0 && algo == Algorithm::kSoftmax) {
       if (triton_bits == 1) {
         PairRowsKernel<T, Algorithm::kSoftmax, kRowThreads, 1, 1>
@@ -912,6 +941,205 @@ void LaunchPairRows(Algorithm algo, cudaStream_t stream, int64_t rows, const T* 
         <<<grid, kRowThreads * kRowsPerBlock, 0, stream>>>(x, y, rows);
   }
   LAB_CHECK(cudaGetLastError());
+}
+
+// The variant bulk=MODE's kernel (lab only, sm_90): one row a block of kThreads threads of up to
+// kPacks 16-byte packs each, rows of whole packs (aligned, cols a multiple of P, at most
+// kThreads * kPacks packs), moved by the bulk copy engine (TMA's non-tensor copies) instead of
+// the threads' own loads and stores. kMode bit 1: the row comes into shared memory by one
+// cp.async.bulk, waited on through an mbarrier (else each thread loads its packs); bit 2: the
+// outputs go to shared memory and out by one cp.async.bulk store (else each thread stores its
+// packs); bit 4: no arithmetic, the row is copied as it is (a bulk copy, to compare with
+// cudaMemcpy).
+template <typename T, Algorithm kAlgorithm, int kThreads, int kPacks, int kMode>
+__global__ void __launch_bounds__(kThreads)
+    BulkRowKernel(const T* __restrict__ x, T* __restrict__ y, int cols) {
+  using C = ComputeType<T>;
+  constexpr int P = PackSize<T>::value;
+  constexpr int kWarps = kThreads / kWarpSize;
+  constexpr bool kBulkLoad = (kMode & 1) != 0, kBulkStore = (kMode & 2) != 0;
+  constexpr bool kCopyOnly = (kMode & 4) != 0;
+  __shared__ alignas(128) Pack<T> staged[kThreads * kPacks];
+  __shared__ alignas(8) uint64_t arrived;
+  __shared__ C posts[2][kWarps];
+  const int window = cols / P;
+  const unsigned bytes = static_cast<unsigned>(cols) * sizeof(T);
+  const T* from = x + blockIdx.x * int64_t{cols};
+  T* to = y + blockIdx.x * int64_t{cols};
+  const unsigned staged_at = static_cast<unsigned>(__cvta_generic_to_shared(staged));
+  const unsigned arrived_at = static_cast<unsigned>(__cvta_generic_to_shared(&arrived));
+  if constexpr (kBulkLoad) {
+    if (threadIdx.x == 0) {
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(arrived_at) : "memory");
+      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(arrived_at),
+                   "r"(bytes)
+                   : "memory");
+      asm volatile(
+          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
+          "[%3];" ::"r"(staged_at),
+          "l"(from), "r"(bytes), "r"(arrived_at)
+          : "memory");
+    }
+    __syncthreads();  // the mbarrier's initialization, before anyone waits on it
+    asm volatile(
+        "{\n"
+        ".reg .pred done;\n"
+        "WAIT:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], 0;\n"
+        "@!done bra WAIT;\n"
+        "}\n" ::"r"(arrived_at)
+        : "memory");
+  }
+  Pack<T> packs[kPacks];
+#pragma unroll
+  for (int k = 0; k < kPacks; ++k) {
+    const int at = threadIdx.x + k * kThreads;
+    if constexpr (kBulkLoad) {
+      packs[k] = at < window ? staged[at] : NegativeInfinityPack<T>();
+    } else {
+      packs[k] = LoadPackOrNegativeInfinity(from + at * P, at < window);
+    }
+  }
+  if constexpr (!kCopyOnly) {
+    C v[kPacks][P];
+    C m = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+#pragma unroll
+      for (int j = 0; j < P; ++j) {
+        v[k][j] = ToCompute(packs[k].elem[j]);
+        m = Max(m, v[k][j]);
+      }
+    }
+    const int lane = threadIdx.x % kWarpSize;
+    const int warp = threadIdx.x / kWarpSize;
+    auto reduce = [&](C value, C* slots, auto op) {
+      value = GroupAllReduce<kWarpSize>(value, op);
+      if (lane == 0) { slots[warp] = value; }
+      __syncthreads();
+      return GroupAllReduce<kWarps>(slots[lane % kWarps], op);
+    };
+    const C row_max = reduce(m, posts[0], MaxOp<C>());
+    C sum = 0;
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+#pragma unroll
+      for (int j = 0; j < P; ++j) { Shift<T, kAlgorithm>(v[k][j], row_max, sum); }
+    }
+    const ShiftedOutput<T, kAlgorithm> output(reduce(sum, posts[1], SumOp<C>()));
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+      C out[P];
+#pragma unroll
+      for (int j = 0; j < P; ++j) { out[j] = output(v[k][j]); }
+      packs[k] = MakePack<T>(out);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < kPacks; ++k) {
+    const int at = threadIdx.x + k * kThreads;
+    if (at >= window) { continue; }
+    if constexpr (kBulkStore) {
+      staged[at] = packs[k];
+    } else {
+      *reinterpret_cast<Pack<T>*>(to + at * P) = packs[k];
+    }
+  }
+  if constexpr (kBulkStore) {
+    // The threads' shared-memory writes, made visible to the copy engine's proxy, then one store.
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(to),
+                   "r"(staged_at), "r"(bytes)
+                   : "memory");
+      asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+      // The block's shared memory must outlive the store's reads of it.
+      asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+    }
+  }
+}
+
+template <typename T, int kThreads, int kPacks>
+void LaunchBulkRows(Algorithm algo, int mode, cudaStream_t stream, int64_t rows, int cols,
+                    const T* x, T* y) {
+  const dim3 grid(static_cast<unsigned>(rows));
+  auto launch = [&](auto mode_constant) {
+    constexpr int kMode = decltype(mode_constant)::value;
+    if (algo == Algorithm::kSoftmax) {
+      BulkRowKernel<T, Algorithm::kSoftmax, kThreads, kPacks, kMode>
+          <<<grid, kThreads, 0, stream>>>(x, y, cols);
+    } else {
+      BulkRowKernel<T, Algorithm::kLogSoftmax, kThreads, kPacks, kMode>
+          <<<grid, kThreads, 0, stream>>>(x, y, cols);
+    }
+  };
+  using std::integral_constant;
+  switch (mode) {
+    case 0:
+      launch(integral_constant<int, 0>());
+      break;
+    case 1:
+      launch(integral_constant<int, 1>());
+      break;
+    case 2:
+      launch(integral_constant<int, 2>());
+      break;
+    case 3:
+      launch(integral_constant<int, 3>());
+      break;
+    default:
+      launch(integral_constant<int, 7>());
+      break;
+  }
+  LAB_CHECK(cudaGetLastError());
+}
+
+// bulk=MODE[/THREADS]: the modes of BulkRowKernel (none, load, store, both, copy) on THREADS
+// threads (32, 64, 128, 256 or 512; default 128) of the fewest packs each that hold the row
+// (1, 2, 3, 4 or 8 on 128 threads, 1, 2 or 4 on 256, 2 on 512 and on 64, 4 on 32), for rows
+// of whole packs. Launches it over the rows, or with rows 0 only says whether the variant takes
+// a row of cols.
+template <typename T>
+bool LaunchBulk(const std::string& variant, Algorithm algo, cudaStream_t stream, int64_t rows,
+                int64_t cols, const T* x, T* y) {
+  const size_t slash = variant.find('/');
+  const std::string mode_name = variant.substr(0, slash);
+  const int mode = mode_name == "none"    ? 0
+                   : mode_name == "load"  ? 1
+                   : mode_name == "store" ? 2
+                   : mode_name == "both"  ? 3
+                   : mode_name == "copy"  ? 7
+                                          : -1;
+  const int64_t packs = cols % PackSize<T>::value == 0 ? cols / PackSize<T>::value : 0;
+  const int threads = slash == std::string::npos ? 128 : std::stoi(variant.substr(slash + 1));
+  bool taken = false;
+  auto shape = [&](auto threads_constant, auto packs_constant) {
+    constexpr int kThreads = decltype(threads_constant)::value;
+    constexpr int kPacks = decltype(packs_constant)::value;
+    if (taken || mode < 0 || threads != kThreads || packs == 0 ||
+        packs > int64_t{kThreads} * kPacks) {
+      return;
+    }
+    taken = true;
+    if (rows > 0) {
+      LaunchBulkRows<T, kThreads, kPacks>(algo, mode, stream, rows, static_cast<int>(cols), x, y);
+    }
+  };
+  using std::integral_constant;
+  shape(integral_constant<int, 128>(), integral_constant<int, 1>());
+  shape(integral_constant<int, 128>(), integral_constant<int, 2>());
+  shape(integral_constant<int, 128>(), integral_constant<int, 3>());
+  shape(integral_constant<int, 128>(), integral_constant<int, 4>());
+  shape(integral_constant<int, 128>(), integral_constant<int, 8>());
+  shape(integral_constant<int, 256>(), integral_constant<int, 1>());
+  shape(integral_constant<int, 256>(), integral_constant<int, 2>());
+  shape(integral_constant<int, 256>(), integral_constant<int, 4>());
+  shape(integral_constant<int, 512>(), integral_constant<int, 2>());
+  shape(integral_constant<int, 64>(), integral_constant<int, 2>());
+  shape(integral_constant<int, 32>(), integral_constant<int, 4>());
+  return taken;
 }
 
 template <typename T>
@@ -955,8 +1183,11 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
     for (const std::string& variant : options.variants) {
       const bool triton_variant = variant == "triton" || variant.rfind("triton=", 0) == 0;
       const Plan plan = VariantPlan<T>(
-          options, triton_variant || variant.rfind("pair=", 0) == 0 ? "default" : variant, info,
-          rows, cols);
+          options,
+          triton_variant || variant.rfind("pair=", 0) == 0 || variant.rfind("bulk=", 0) == 0
+              ? "default"
+              : variant,
+          info, rows, cols);
       if (plan.launch == nullptr) { continue; }  // a warp=WxN rung that does not fit the row
       const TritonKernel triton = !triton_variant       ? TritonKernel{}
                                   : variant == "triton" ? LoadTriton(options.triton_dir, name, cols)
@@ -967,14 +1198,29 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
       const std::string suffix = pair == 1 ? variant.substr(6) : "";
       const int triton_bits = (suffix.find('m') != std::string::npos ? 1 : 0) |
                               (suffix.find('l') != std::string::npos ? 2 : 0);
+      if (triton_bits != 0 &&
+          (options.algo != Algorithm::kSoftmax || !std::is_same_v<ComputeType<T>, float>)) {
+        std::fprintf(stderr, "softmax_lab: %s is for softmax in float arithmetic only\n",
+                     variant.c_str());
+        continue;
+      }
       if (pair > 0 && (cols != 128 * PackSize<T>::value || (pair != 1 && pair != 2 && pair != 4))) {
         std::fprintf(stderr, "softmax_lab: %s takes rows of 128 packs only, N 1, 2 or 4\n",
                      variant.c_str());
         continue;
       }
       const Algorithm algo = options.algo;
+      const std::string bulk = variant.rfind("bulk=", 0) == 0 ? variant.substr(5) : "";
+      if (!bulk.empty() && !LaunchBulk<T>(bulk, algo, stream, 0, cols, x, y)) {
+        std::fprintf(stderr,
+                     "softmax_lab: %s takes rows of whole packs that its block holds only\n",
+                     variant.c_str());
+        continue;
+      }
       runs.push_back({variant, plan, triton, [=, &stream] {
-                        if (triton_variant) {
+                        if (!bulk.empty()) {
+                          LaunchBulk<T>(bulk, algo, stream, rows, cols, x, y);
+                        } else if (triton_variant) {
                           LaunchTriton(triton, stream, rows, cols, x, y);
                         } else if (pair == 1) {
                           LaunchPairRows<T, 1>(algo, stream, rows, x, y, triton_bits);
@@ -992,11 +1238,11 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
     if (options.interleave) {
       std::vector<std::function<void()>> calls = {copy_call};
       for (const Run& run : runs) { calls.push_back(run.call); }
-      times = InterleavedMedianMs(stream, flush, options.reps, calls);
+      times = InterleavedMedianMs(stream, flush, options.reps, calls, options.drain);
     } else {
-      times.push_back(MedianMs(stream, flush, options.reps, copy_call));
+      times.push_back(MedianMs(stream, flush, options.reps, copy_call, options.drain));
       for (const Run& run : runs) {
-        times.push_back(MedianMs(stream, flush, options.reps, run.call));
+        times.push_back(MedianMs(stream, flush, options.reps, run.call, options.drain));
       }
     }
     const float copy_ms = times[0];
@@ -1054,6 +1300,7 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
                   options.algo == Algorithm::kSoftmax ? "softmax" : "log_softmax", variant.c_str(),
                   static_cast<long long>(cols), static_cast<long long>(rows),
                   triton_variant ? ("triton: threads=" + std::to_string(triton.threads)).c_str()
+                  : variant.rfind("bulk=", 0) == 0 ? ("bulk: " + variant.substr(5)).c_str()
                   : variant.rfind("pair=", 0) == 0
                       ? ("pair: " + variant.substr(5) + " rows a block of 128 threads each").c_str()
                       : ToString(plan).c_str(),
@@ -1093,6 +1340,8 @@ int main(int argc, char** argv) {
       options.triton_dir = value();
     } else if (arg == "--interleave") {
       options.interleave = true;
+    } else if (arg == "--drain") {
+      options.drain = true;
     } else if (arg == "--y-offset") {
       options.y_offset = std::stoll(value());
     } else if (arg == "--cols") {

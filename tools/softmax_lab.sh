@@ -6,8 +6,9 @@
 #                                   online=N|block=N|copy=registers|passes=3|pack=2|
 #                                   cache=float|path=registers|registers=BxN|rows=N|
 #                                   held=0|warp=WxN[xB]|grid=Nx|occ=N|hold=off|shared=off|
-#                                   pair=N|pair=1m|pair=1l|pair=1ml|triton|triton=DIR ...]
-#                        [--reps N] [--triton DIR] [--interleave]
+#                                   pair=N|pair=1m|pair=1l|pair=1ml|bulk=MODE[/THREADS]|
+#                                   triton|triton=DIR ...]
+#                        [--reps N] [--triton DIR] [--interleave] [--drain]
 #
 # The variants are described at the top of tools/softmax_lab.cu. The variant triton runs the
 # cubins tools/triton_cubins.py wrote into --triton DIR.
