@@ -460,6 +460,31 @@ def test_16bit_rows_of_960_to_1024_columns_take_a_block_of_128_or_64_threads(col
 
 
 @pytest.mark.parametrize("kind", list(OPS))
+@pytest.mark.parametrize("dtype", [oneflite.float16, oneflite.bfloat16], ids=lambda d: d.name)
+@pytest.mark.parametrize("cols", [1528, 1536, 1700, 2048, 2056])
+def test_16bit_rows_of_1536_to_2048_columns_take_128_threads_of_2_packs_where_dram_is_narrow(
+    cols, dtype, kind
+):
+    # 16-bit rows of whole packs with a window of 192-256 packs (1536-2048 columns) take
+    # block_registers' 128 threads of 2 packs, by the ragged kernel, where the DRAM is narrow for
+    # the SMs (an H100), once there are 256 rows an SM (k16BitPairsLeastPacks). Fewer rows, wider
+    # DRAM, rows of 191 packs (1528), rows that are not whole packs (1700) and rows of 257
+    # (2056, past the warp path's longest rung) keep their paths. Rows one element off a 16-byte
+    # boundary (the warp path's ragged rung) are checked for their results.
+    many = 256 * _sm_count()
+    takes_block = _dram_gbps_per_sm() < 30 and cols % 8 == 0 and 1536 <= cols <= 2048
+    pairs = "block_registers: pack=8 cols_per_thread=16 block=128 "
+    for rows, offset, plan in _many_rows(kind, dtype, cols, many):
+        if offset == 0 and takes_block and rows == many:
+            assert pairs + "ragged " in plan, plan
+            assert "carveout" not in plan, plan
+        elif offset == 0:
+            assert pairs not in plan, plan
+            if cols <= 2048:
+                assert "warp: " in plan, plan
+
+
+@pytest.mark.parametrize("kind", list(OPS))
 @pytest.mark.parametrize("cols", [480, 508, 512, 513, 516])
 def test_float_rows_of_512_columns_take_128_threads_where_dram_is_narrow(cols, kind):
     # float rows of 512 aligned columns (128 whole packs) take block_registers' 128 threads of

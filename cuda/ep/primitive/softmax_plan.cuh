@@ -776,6 +776,26 @@ inline bool PreferMaxShared(const CudaDeviceInfo& info, int64_t rows, int64_t ro
 constexpr int64_t k16BitSmallLeastPacks = 120;
 constexpr int64_t k16BitSmallMinRowsPerSm = 384;
 
+// 16-bit rows of whole packs with 192-256 window packs (1536-2048 aligned columns), which the
+// warp path gives 32 lanes of 6-8 packs: two packs a thread on 128 threads (by the ragged kernel,
+// the one block_registers has for that shape) where the DRAM is narrow, once there are 256 rows
+// an SM. Measured on an H100 (tools/softmax_lab.cu, registers=128x2 against the warp path, two
+// rounds, fractions of copy, softmax / log_softmax, half; bfloat16 within 0.3%), 98304 rows: 1536
+// columns 0.995 -> 1.001-1.002 / 0.995 -> 1.002, 1600 0.995-0.997 -> 1.002-1.004 / 0.996 ->
+// 1.003, 1792 0.994-0.995 -> 1.000-1.001 / 0.994-0.995 -> 0.999, 2000 0.992-0.995 -> 0.996-0.999
+// / 0.995 -> 0.997-1.000, 2040 0.989 -> 0.991-0.992, 2048 0.992-0.994 -> 0.995-0.996 / 0.993 ->
+// 0.996 (Triton's kernel, 8 warps of 16-byte packs, 0.985 at 2048); it lost on rows that fill
+// less of it (1400 columns, 175 packs: 0.993 -> 0.984; 1280: 0.995 -> 0.965) and on rows off a
+// 16-byte boundary (1500 columns: 0.991 -> 0.979; 1700 and 1900 level or +0.3%), which keep the
+// warp path. With fewer rows it lost at 1536 columns (4224 to 16896 rows: 0.978-0.998 ->
+// 0.949-0.982), level from 33792 (0.991-0.995 -> 0.994-0.996); at 2048 it was ahead from 16896
+// rows (0.989-0.994 -> 0.996-0.998), level or 0.6% behind at 8448 and level to 1.2% ahead at
+// 4224. 128 x 2 by the whole-rows
+// kernel (0.995-0.998 at 1536-1792) and 256 x 1 (0.908-0.984) were behind the ragged kernel.
+// Not measured on an H200. (NOTES.md, item 86.)
+constexpr int64_t k16BitPairsLeastPacks = 192;
+constexpr int64_t k16BitPairsMinRowsPerSm = 256;
+
 // float rows of 512 aligned columns (128 whole packs), which the warp path gives 32 lanes of 4
 // packs a row, one row a warp: one pack a thread on 128 threads (Triton's shape for them) where
 // the DRAM is narrow, once there are 512 rows an SM. The warp path starts a launch faster; 128 x
@@ -845,9 +865,9 @@ constexpr int64_t kNarrowDramFloat1024x4MinRowsPerSm = 16;
 
 // Fills `plan` for block_registers with `block` threads of `packs` packs each, or (block = 0)
 // with the shape whose range takes the window (kFloatShapes, k16BitShapes), or the one a rule
-// above gives it (16-bit rows of 120-128 or 1792-2048 packs, float 512 x 2, 128 x 1, 192 x 2,
-// 256 x 2 and 1024 x 4). False when no shape takes the row, the shape does not hold it, or a
-// thread would hold more than 32 values (1024 threads have 64 registers each).
+// above gives it (16-bit rows of 120-128, 192-256 or 1792-2048 packs, float 512 x 2, 128 x 1,
+// 192 x 2, 256 x 2 and 1024 x 4). False when no shape takes the row, the shape does not hold it,
+// or a thread would hold more than 32 values (1024 threads have 64 registers each).
 //
 // The 16-bit shapes of 16 values a thread, in 32 registers, let 2048 threads share an SM:
 // 256 x 2 packs at 4096 cols 0.968-0.969x copy (block_smem 0.917-0.923) and 512 x 2 at 8192
@@ -890,6 +910,11 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
           rows >= k16BitSmallMinRowsPerSm * info.sm_count) {
         block = narrow_dram ? 128 : 64;
         packs = narrow_dram ? 1 : 2;
+      }
+      if (narrow_dram && window >= k16BitPairsLeastPacks && window <= 128 * 2 && whole_rows &&
+          rows >= k16BitPairsMinRowsPerSm * info.sm_count) {
+        block = 128;
+        packs = 2;
       }
     } else {
       for (const auto& shape : kFloatShapes) {
