@@ -1075,24 +1075,13 @@ void LaunchBulkRows(Algorithm algo, int mode, cudaStream_t stream, int64_t rows,
           <<<grid, kThreads, 0, stream>>>(x, y, cols);
     }
   };
+  // The modes as template arguments: 0 none, 1 load, 2 store, 3 both, 7 copy (LaunchBulk).
+  auto launch_mode = [&](auto... modes) {
+    ((mode == decltype(modes)::value ? launch(modes) : void()), ...);
+  };
   using std::integral_constant;
-  switch (mode) {
-    case 0:
-      launch(integral_constant<int, 0>());
-      break;
-    case 1:
-      launch(integral_constant<int, 1>());
-      break;
-    case 2:
-      launch(integral_constant<int, 2>());
-      break;
-    case 3:
-      launch(integral_constant<int, 3>());
-      break;
-    default:
-      launch(integral_constant<int, 7>());
-      break;
-  }
+  launch_mode(integral_constant<int, 0>(), integral_constant<int, 1>(), integral_constant<int, 2>(),
+              integral_constant<int, 3>(), integral_constant<int, 7>());
   LAB_CHECK(cudaGetLastError());
 }
 
