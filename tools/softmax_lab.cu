@@ -1012,22 +1012,14 @@ __global__ void __launch_bounds__(kThreads)
         m = Max(m, v[k][j]);
       }
     }
-    const int lane = threadIdx.x % kWarpSize;
-    const int warp = threadIdx.x / kWarpSize;
-    auto reduce = [&](C value, C* slots, auto op) {
-      value = GroupAllReduce<kWarpSize>(value, op);
-      if (lane == 0) { slots[warp] = value; }
-      __syncthreads();
-      return GroupAllReduce<kWarps>(slots[lane % kWarps], op);
-    };
-    const C row_max = reduce(m, posts[0], MaxOp<C>());
+    const C row_max = BlockAllReduce<kThreads>(m, posts[0], MaxOp<C>());
     C sum = 0;
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
 #pragma unroll
       for (int j = 0; j < P; ++j) { Shift<T, kAlgorithm>(v[k][j], row_max, sum); }
     }
-    const ShiftedOutput<T, kAlgorithm> output(reduce(sum, posts[1], SumOp<C>()));
+    const ShiftedOutput<T, kAlgorithm> output(BlockAllReduce<kThreads>(sum, posts[1], SumOp<C>()));
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
       C out[P];
