@@ -149,6 +149,15 @@ def _dram_gbps_per_sm() -> float:
     return int(re.search(r"cuda:0 .*?, (\d+) GB/s peak DRAM", text).group(1)) / _sm_count()
 
 
+def _bulk_copies() -> bool:
+    # cuda:0 has the copy engine's bulk copies (sm_90 on), and this build compiled oneflite's
+    # kernels for them (an architecture of 90 or later in "built for 80-real,90").
+    text = oneflite._C._device_backends()["cuda"]
+    built_for = re.search(r"built for ([\w,-]+)", text).group(1)
+    archs = [int(re.match(r"\d+", arch).group()) for arch in built_for.split(",")]
+    return int(re.search(r"cuda:0 .*?, sm_(\d+)", text).group(1)) >= 90 and max(archs) >= 90
+
+
 @pytest.mark.parametrize("kind", list(OPS))
 @pytest.mark.parametrize("dtype", [oneflite.float16, oneflite.bfloat16], ids=lambda d: d.name)
 @pytest.mark.parametrize("cols", [13000, 14336, 16000, 16384])
@@ -455,6 +464,7 @@ def test_16bit_rows_of_960_to_1024_columns_take_a_block_of_128_or_64_threads(col
         elif narrow:
             assert "block_registers: pack=8 cols_per_thread=8 block=128 " in plan, plan
             assert " ragged" not in plan, plan
+            assert (" bulk_load" in plan) == (cols == 1024 and _bulk_copies()), plan
         else:
             assert "block_registers: pack=8 cols_per_thread=16 block=64 ragged " in plan, plan
 
@@ -497,8 +507,41 @@ def test_float_rows_of_512_columns_take_128_threads_where_dram_is_narrow(cols, k
     for rows, offset, plan in _many_rows(kind, oneflite.float32, cols, many):
         if offset == 0 and takes_block and rows == many:
             assert "block_registers: pack=4 cols_per_thread=4 block=128 " in plan, plan
+            assert (" bulk_load" in plan) == _bulk_copies(), plan
         elif offset == 0:
             assert "warp: " in plan, plan
+
+
+@pytest.mark.parametrize("kind", list(OPS))
+@pytest.mark.parametrize(
+    ("dtype", "cols"),
+    [(oneflite.float16, 1024), (oneflite.bfloat16, 1024), (oneflite.float32, 512)],
+    ids=["float16-1024", "bfloat16-1024", "float32-512"],
+)
+def test_rows_brought_in_by_one_bulk_copy_match_the_reference_in_every_row(dtype, cols, kind):
+    # Rows of exactly 128 whole packs on 128 threads of one pack (the two tests above) are brought
+    # into shared memory by one bulk copy each (BulkLoadSoftmaxKernel), where the device and the
+    # build have bulk copies (sm_90 on). Every row of the launch is checked, among them rows of
+    # NaN, +inf, magnitudes near the dtype's largest, equal values and -inf only.
+    op, ref = OPS[kind]
+    if not (_dram_gbps_per_sm() < 30 and _bulk_copies()):
+        pytest.skip("rows are planned onto bulk copies only where the DRAM is narrow, on sm_90 on")
+    many = (384 if dtype.itemsize == 2 else 512) * _sm_count()
+    values = np.tile(_values(64, cols, seed=cols + 1), (many // 64 + 1, 1))[:many]
+    huge = 6e4 if dtype == oneflite.float16 else 3e38
+    values[5, 17] = np.nan
+    values[6, 100] = np.inf
+    values[7, ::2], values[7, 1::2] = huge, -huge
+    values[8] = 3.25
+    values[9, :] = -huge
+    values[-2, -1] = np.inf
+    x = make_tensor(values, dtype, DEVICE)
+    with oneflite.trace() as t:
+        y = op(x, -1)
+    plans = _plan(t)
+    assert len(plans) == 1 and " bulk_load" in plans[0], plans
+    assert_close(to_float64(y), ref(to_float64(x), 1), dtype, log=kind == "log_softmax",
+                 err_msg=plans[0])
 
 
 @pytest.mark.parametrize("kind", list(OPS))

@@ -5,6 +5,8 @@
 
 #include <cuda_pipeline_primitives.h>
 
+#include <cuda/ptx>
+
 #include "ep/primitive/softmax_block.cuh"
 
 namespace oneflite::ep::primitive::cuda_softmax {
@@ -216,6 +218,59 @@ __global__ void __launch_bounds__(kBlock)
       }
     }
   }
+}
+
+// block_registers' shape of one pack a thread on kBlock threads, for rows of exactly kBlock
+// whole packs (16-bit 1024 columns, float 512 on 128 threads) with x and y on 16-byte
+// boundaries, the row brought into shared memory by the copy engine (sm_90 on: TMA's non-tensor
+// bulk copy, cp.async.bulk) instead of by the threads' own 16-byte loads. One row a block, a
+// block a row: thread 0 asks for the row's kBlock * 16 bytes with one instruction, whose
+// completion an mbarrier counts; every thread waits on the mbarrier, takes its pack from shared
+// memory, and the row goes on as in BlockRegisterSoftmaxKernel (the same arithmetic and
+// reductions; y by the threads' vector stores). Measured against that kernel's 128 x 1 on an
+// H100 (NOTES.md item 87). Built as an empty kernel for architectures before sm_90, which the
+// planner never launches (BulkLoadRunsOn).
+template <typename T, Algorithm kAlgorithm, int kBlock>
+__global__ void __launch_bounds__(kBlock)
+    BulkLoadSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  using C = ComputeType<T>;
+  constexpr int P = PackSize<T>::value;
+  constexpr int kCols = kBlock * P;
+  constexpr uint32_t kRowBytes = kBlock * kPackBytes;
+  __shared__ C posts[2][kBlock / kWarpSize];  // BlockAllReduce's, for the max and the sum
+  __shared__ alignas(128) Pack<T> row_packs[kBlock];
+  __shared__ uint64_t landed;  // the mbarrier: one arrival (thread 0's) and the row's bytes
+  const int tid = threadIdx.x;
+  const int64_t first = blockIdx.x * int64_t{kCols};
+  if (tid == 0) {
+    cuda::ptx::mbarrier_init(&landed, 1);
+    // The initialization, visible to the copy engine before the copy completes on it.
+    cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+    cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta,
+                                         cuda::ptx::space_shared, &landed, kRowBytes);
+    cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, row_packs,
+                             x + first, kRowBytes, &landed);
+  }
+  __syncthreads();  // the mbarrier's initialization, before any thread waits on it
+  while (!cuda::ptx::mbarrier_try_wait_parity(&landed, 0)) {}
+  const Pack<T> pack = row_packs[tid];
+  C v[P];
+#pragma unroll
+  for (int j = 0; j < P; ++j) { v[j] = ToCompute(pack.elem[j]); }
+  C m = v[0];
+#pragma unroll
+  for (int j = 1; j < P; ++j) { m = Max(m, v[j]); }
+  const C row_max = BlockAllReduce<kBlock>(m, posts[0], MaxOp<C>());
+  C sum = 0;
+#pragma unroll
+  for (int j = 0; j < P; ++j) { Shift<T, kAlgorithm>(v[j], row_max, sum); }
+  const ShiftedOutput<T, kAlgorithm> output(BlockAllReduce<kBlock>(sum, posts[1], SumOp<C>()));
+  C out[P];
+#pragma unroll
+  for (int j = 0; j < P; ++j) { out[j] = output(v[j]); }
+  *reinterpret_cast<Pack<T>*>(y + first + tid * P) = MakePack<T>(out);
+#endif
 }
 
 }  // namespace oneflite::ep::primitive::cuda_softmax

@@ -101,6 +101,15 @@ int MaxActiveBlocksPerSm(const void* kernel, const CudaDeviceInfo& info, int blo
   });
 }
 
+int KernelPtxVersion(const void* kernel, const CudaDeviceInfo& info) {
+  static AnswerCache<std::pair<const void*, int>, int> versions;
+  return versions.Get(std::make_pair(kernel, info.index), [&] {
+    cudaFuncAttributes attributes;
+    ONEFLITE_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+    return attributes.ptxVersion;
+  });
+}
+
 const CudaDeviceInfo& CurrentDeviceInfo() {
   static std::mutex mutex;
   static std::map<int, CudaDeviceInfo> infos;  // std::map: references stay valid as it grows
@@ -137,7 +146,8 @@ std::string ToString(const Plan& plan) {
         out << " smem=" << plan.smem
             << " tail_cols=" << static_cast<int64_t>(plan.cached_packs) * plan.pack;
       }
-      out << (plan.max_shared ? " carveout=max_shared" : "") << (plan.ragged ? " ragged" : "");
+      out << (plan.max_shared ? " carveout=max_shared" : "") << (plan.ragged ? " ragged" : "")
+          << (plan.bulk_load ? " bulk_load" : "");
       break;
     case Path::kWarpTile:
       out << "warp_tile: pack=" << plan.pack << " cols_per_thread=" << plan.cols_per_thread

@@ -59,6 +59,9 @@ constexpr int kHoldCarveoutBytes = 16 * 1024;
 //    not take (28 KiB of an H100's 256).
 int CarveoutBlocksPerSm(const void* kernel, const CudaDeviceInfo& info, int block_size,
                         cudaSharedCarveout carveout);
+// The PTX architecture `kernel` was compiled from for the current device (info describes it),
+// as cudaFuncAttributes::ptxVersion gives it (90 for sm_90); cached per (kernel, device).
+int KernelPtxVersion(const void* kernel, const CudaDeviceInfo& info);
 // The facts launches are planned from, for the current device: what Describe plans with,
 // where Launch has its stream's copy.
 const CudaDeviceInfo& CurrentDeviceInfo();
@@ -103,6 +106,9 @@ struct Plan {
   // carve-out (PreferMaxShared) where x and y start on 128-byte lines (LineAligned), the default
   // copy elsewhere.
   bool max_shared = false;
+  // block_registers' 128 x 1 on rows of exactly 128 whole packs: the kernel whose row comes in
+  // by one bulk copy (BulkLoadSoftmaxKernel, sm_90 on).
+  bool bulk_load = false;
   LaunchFn launch = nullptr;
 };
 
@@ -193,6 +199,23 @@ void LaunchBlockRegisters(const Plan& plan, cudaStream_t stream, int64_t rows, i
                              kCarveout><<<plan.grid, kBlock, plan.smem, stream>>>(
       static_cast<const T*>(x), static_cast<T*>(y), rows, static_cast<int>(cols),
       SameAlignment(x, y), plan.cached_packs / kBlock, plan.stagger);
+  ONEFLITE_CUDA_CHECK_LAUNCH();
+}
+
+// block_registers' kBlock x 1 with the row brought in by the bulk copy engine, a block a row,
+// for rows of exactly kBlock whole packs. A bulk copy needs 16-byte boundaries and the grid a
+// block a row, which the planner made sure of; a caller launching the plan on other pointers or
+// rows gets the ragged kernel.
+template <typename T, Algorithm kAlgorithm, int kBlock>
+void LaunchBulkLoad(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols,
+                    const void* x, void* y) {
+  if ((reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(y)) % kPackBytes != 0 ||
+      cols != int64_t{kBlock} * PackSize<T>::value || rows != plan.grid) {
+    LaunchBlockRegisters<T, kAlgorithm, kBlock, 1>(plan, stream, rows, cols, x, y);
+    return;
+  }
+  BulkLoadSoftmaxKernel<T, kAlgorithm, kBlock>
+      <<<plan.grid, kBlock, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y));
   ONEFLITE_CUDA_CHECK_LAUNCH();
 }
 
@@ -304,6 +327,9 @@ inline int64_t ResidentBlocks(const CudaDeviceInfo& info, int active_per_sm) {
 // path where two or more blocks fit on an SM: 5-13% for float, and up to 15% for the 16-bit
 // types on an H200 (NOTES.md, "Second round"), and on par where one block fills an SM. A grid
 // of more than 2^31 - 1 blocks is capped; the stride covers the rest.
+// The most blocks a grid's x dimension takes.
+constexpr int64_t kMaxGridBlocks = 0x7fffffff;
+
 inline void SetGrid(Plan& plan, int64_t tiles, const CudaDeviceInfo& info, int active_per_sm,
                     bool persistent) {
   plan.tiles = tiles;
@@ -311,7 +337,7 @@ inline void SetGrid(Plan& plan, int64_t tiles, const CudaDeviceInfo& info, int a
   plan.persistent = persistent;
   const int64_t resident = ResidentBlocks(info, active_per_sm);
   const int64_t grid = persistent ? std::min(tiles, resident) : tiles;
-  plan.grid = static_cast<int>(std::min<int64_t>(grid, 0x7fffffff));
+  plan.grid = static_cast<int>(std::min<int64_t>(grid, kMaxGridBlocks));
 }
 
 // Sets the plan's stagger (StaggerStart) for a block path with rows of at least
@@ -863,6 +889,24 @@ constexpr int64_t kNarrowDramFloatPairsMinRowsPerSm = 512;
 constexpr int64_t kNarrowDramFloat1024x4LeastPacks = 3968;
 constexpr int64_t kNarrowDramFloat1024x4MinRowsPerSm = 16;
 
+// Whether the bulk-load kernel runs here: the device has the copy engine's bulk copies (sm_90
+// on) and this build compiled the kernel for them (its PTX architecture 90 or later; a build for
+// older architectures only has an empty kernel, run by JIT).
+inline bool BulkLoadRunsOn(const void* kernel, const CudaDeviceInfo& info) {
+  return info.major >= 9 && KernelPtxVersion(kernel, info) >= 90;
+}
+
+// 16-bit rows of 1024 aligned columns and float rows of 512, exactly the 128 whole packs of
+// 128 x 1, which the rules above put on it where the DRAM is narrow: the row comes in by one bulk
+// copy (BulkLoadSoftmaxKernel) where the device and the build have it. Measured on an H100
+// (tools/softmax_lab.cu, 98304 rows, 200 calls interleaved, two rounds; the plan with it against
+// registers=128x1, the kernel before, softmax / log_softmax): half 1024 +0.22-0.27% / +0.20%,
+// bfloat16 1024 +0.17% and -0.12% / +0.32-0.34%, float 512 +0.22-0.32% / +0.37%; against
+// Triton's kernel on the same buffers, half 1.0000-1.0003, bfloat16 0.9971-0.9993, float
+// 1.0010-1.0012 (the kernel before: 0.996-0.998, item 85). Rows that leave a thread without a
+// pack lost with a bulk copy (half 1000: 1.001 -> 0.985 of copy) and keep 128 x 1's kernel.
+// Not measured on an H200, where these rows take other shapes. (NOTES.md, item 87.)
+
 // Fills `plan` for block_registers with `block` threads of `packs` packs each, or (block = 0)
 // with the shape whose range takes the window (kFloatShapes, k16BitShapes), or the one a rule
 // above gives it (16-bit rows of 120-128, 192-256 or 1792-2048 packs, float 512 x 2, 128 x 1,
@@ -891,6 +935,7 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
   constexpr int P = PackSize<T>::value;
   const int64_t window = MaxWindowPacks<T>(cols, x_aligned);
   const bool whole_rows = WholePackRows<T>(cols, x_aligned);
+  const bool planned_shape = block == 0 && rows_kernel == RowsKernel::kPlanned;
   if (block == 0) {
     const bool narrow_dram = NarrowDram(info);
     if constexpr (kIs16Bit<T>) {
@@ -1007,6 +1052,18 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
       plan.held_per_sm = 0;
       plan.max_l1 = false;
       plan.max_shared = false;
+      plan.bulk_load = false;
+      if constexpr (kBlock == 128 && kPacks == 1) {
+        const auto* bulk =
+            reinterpret_cast<const void*>(&BulkLoadSoftmaxKernel<T, kAlgorithm, kBlock>);
+        if (planned_shape && whole_rows && window == kBlock && rows <= kMaxGridBlocks &&
+            BulkLoadRunsOn(bulk, info)) {
+          kernel = bulk;
+          plan.launch = &LaunchBulkLoad<T, kAlgorithm, kBlock>;
+          plan.ragged = false;
+          plan.bulk_load = true;
+        }
+      }
       int active = MaxActiveBlocksPerSm(kernel, info, kBlock, 0);
       if (max_shared_kernel != nullptr && window >= kMaxSharedLeastWindow<T, kBlock, kPacks> &&
           PreferMaxShared(info, rows, cols * static_cast<int64_t>(sizeof(T)), active)) {
