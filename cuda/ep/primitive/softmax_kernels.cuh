@@ -12,7 +12,8 @@
 //                 or two blocks sharing an SM's): as much of the row as fits is cached, the rest
 //                 is read twice, the second time usually from L2.
 //   block_registers  one block per row, the row in its threads' registers (rows that fill one
-//                 of its shapes: float 768-32768 columns, 16-bit 3585-4096 and 7169-8192).
+//                 of its shapes: float 768-32768 columns, 16-bit 3585-4096 and 7169-8192). Rows
+//                 of exactly 128 packs on 128 threads come in by one bulk copy (sm_90 on).
 //   warp_tile     short rows whose 32-bit word count is an odd 7-25 times 1, 2, 4 or 8 (half
 //                 100: 50 words, 2 x 25): a warp copies two tiles of whole rows into shared
 //                 memory as a copy kernel would, and computes each row there with a few lanes.
