@@ -124,6 +124,9 @@ inline bool SameAlignment(const void* x, const void* y) {
 // A cache line's bytes: L1 and L2 keep global memory in lines of 128 bytes.
 constexpr int kLineBytes = 128;
 inline bool LineAligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % kLineBytes == 0; }
+inline bool IsPackAligned(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % kPackBytes == 0;
+}
 
 // The block_registers shapes whose rows measured faster with the least L1 (PreferMaxShared):
 // float 128 x 2, 128 x 4, 256 x 2 and 512 x 2, 16-bit 128 x 3, 128 x 4 and 256 x 2. Only these
@@ -209,8 +212,8 @@ void LaunchBlockRegisters(const Plan& plan, cudaStream_t stream, int64_t rows, i
 template <typename T, Algorithm kAlgorithm, int kBlock>
 void LaunchBulkLoad(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols,
                     const void* x, void* y) {
-  if ((reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(y)) % kPackBytes != 0 ||
-      cols != int64_t{kBlock} * PackSize<T>::value || rows != plan.grid) {
+  if (!IsPackAligned(x) || !IsPackAligned(y) || cols != int64_t{kBlock} * PackSize<T>::value ||
+      rows != plan.grid) {
     LaunchBlockRegisters<T, kAlgorithm, kBlock, 1>(plan, stream, rows, cols, x, y);
     return;
   }
@@ -321,15 +324,15 @@ inline int64_t ResidentBlocks(const CudaDeviceInfo& info, int active_per_sm) {
   return static_cast<int64_t>(info.sm_count) * std::max(active_per_sm, 1);
 }
 
+// The most blocks a grid's x dimension takes.
+constexpr int64_t kMaxGridBlocks = 0x7fffffff;
+
 // Sets the plan's grid over `tiles` tiles of rows. Both kernels stride over the tiles, so any
 // grid is correct; what differs is speed. One block per tile, scheduled by the hardware as
 // blocks retire, measured faster than a persistent grid of only the resident blocks on every
 // path where two or more blocks fit on an SM: 5-13% for float, and up to 15% for the 16-bit
 // types on an H200 (NOTES.md, "Second round"), and on par where one block fills an SM. A grid
 // of more than 2^31 - 1 blocks is capped; the stride covers the rest.
-// The most blocks a grid's x dimension takes.
-constexpr int64_t kMaxGridBlocks = 0x7fffffff;
-
 inline void SetGrid(Plan& plan, int64_t tiles, const CudaDeviceInfo& info, int active_per_sm,
                     bool persistent) {
   plan.tiles = tiles;
@@ -889,13 +892,6 @@ constexpr int64_t kNarrowDramFloatPairsMinRowsPerSm = 512;
 constexpr int64_t kNarrowDramFloat1024x4LeastPacks = 3968;
 constexpr int64_t kNarrowDramFloat1024x4MinRowsPerSm = 16;
 
-// Whether the bulk-load kernel runs here: the device has the copy engine's bulk copies (sm_90
-// on) and this build compiled the kernel for them (its PTX architecture 90 or later; a build for
-// older architectures only has an empty kernel, run by JIT).
-inline bool BulkLoadRunsOn(const void* kernel, const CudaDeviceInfo& info) {
-  return info.major >= 9 && KernelPtxVersion(kernel, info) >= 90;
-}
-
 // 16-bit rows of 1024 aligned columns and float rows of 512, exactly the 128 whole packs of
 // 128 x 1, which the rules above put on it where the DRAM is narrow: the row comes in by one bulk
 // copy (BulkLoadSoftmaxKernel) where the device and the build have it. Measured on an H100
@@ -906,6 +902,12 @@ inline bool BulkLoadRunsOn(const void* kernel, const CudaDeviceInfo& info) {
 // 1.0010-1.0012 (the kernel before: 0.996-0.998, item 85). Rows that leave a thread without a
 // pack lost with a bulk copy (half 1000: 1.001 -> 0.985 of copy) and keep 128 x 1's kernel.
 // Not measured on an H200, where these rows take other shapes. (NOTES.md, item 87.)
+// BulkLoadRunsOn: the device has the copy engine's bulk copies (sm_90 on) and this build compiled
+// the kernel for them (its PTX architecture 90 or later; a build for older architectures only
+// has an empty kernel).
+inline bool BulkLoadRunsOn(const void* kernel, const CudaDeviceInfo& info) {
+  return info.major >= 9 && KernelPtxVersion(kernel, info) >= 90;
+}
 
 // Fills `plan` for block_registers with `block` threads of `packs` packs each, or (block = 0)
 // with the shape whose range takes the window (kFloatShapes, k16BitShapes), or the one a rule
@@ -1386,10 +1388,6 @@ Plan PlanPath(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_ali
   SetGrid(plan, rows, info, MaxActiveBlocksPerSm(kernel, info, kBlock, plan.smem),
           /*persistent=*/false);
   return plan;
-}
-
-inline bool IsPackAligned(const void* p) {
-  return reinterpret_cast<uintptr_t>(p) % kPackBytes == 0;
 }
 
 // The primitive: T is the CUDA element type (__half, __nv_bfloat16, float, double); Base is
