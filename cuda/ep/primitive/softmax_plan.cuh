@@ -555,11 +555,16 @@ enum class RowsKernel { kPlanned, kRagged, kWhole };
 //    1.001 and at 5504 +0.4% (against the ragged kernel), 512 x 2 at 7504 +1.5-2.5% and at 8000
 //    +0.3-0.8%, 128 x 4 at 3336 +1.0%, 128 x 3 at 2560 +0.2%; behind at 6000 (256 x 3, -0.7%)
 //    and 3504 (128 x 4, -0.3%). Where it is a multiple, kPack lost 0.2-0.6% (3072 level,
-//    4096, 6144, 8192), and those rows keep the ragged kernel but for 256 x 2's kElements.
+//    4096, 6144, 8192), and those rows keep the ragged kernel but for 256 x 2's kElements (and
+//    512 x 2's where the DRAM is narrow, below).
 //  * 16-bit 128 x 1 (960-1024 columns where the DRAM is narrow, item 69), with kElements at
 //    1024 and kPack below: ahead of the ragged kernel on an H100 (half, softmax / log_softmax:
 //    960 columns 0.993 -> 0.998 / 0.990 -> 0.998, 1000 0.998 -> 0.999 / 0.995 -> 1.000, 1024
 //    0.996 -> 0.997 / 0.994 -> 0.995).
+//  * 16-bit 512 x 2 with kElements where every thread holds two packs (8192 columns), where the
+//    DRAM is narrow (item 88): on an H100, half and bfloat16 softmax, 2112 rows 0.993-0.997 ->
+//    1.004-1.009, 4224 0.994-0.997 -> 0.998-1.000, 16384 level or ahead by up to 0.13%
+//    (MEASURED_88). Not measured on an H200, where these rows keep the ragged kernel.
 // Elsewhere the ragged kernel runs whole rows, as it does every row that is not whole packs;
 // each kernel's registers and schedule are the compiler's choice.
 template <typename T>
@@ -567,7 +572,9 @@ constexpr bool HasWholeRowsKernel(int block, int packs, StoreFallback fallback) 
   if constexpr (kIs16Bit<T>) {
     const bool pair = block == 256 && packs == 2;
     const bool single = block == 128 && packs == 1;
-    if (fallback == StoreFallback::kElements) { return pair || single; }
+    if (fallback == StoreFallback::kElements) {
+      return pair || single || (block == 512 && packs == 2);
+    }
     return fallback == StoreFallback::kPack &&
            (pair || single || (block == 128 && (packs == 3 || packs == 4)) ||
             (block == 256 && packs == 3) || (block == 512 && packs == 2));
@@ -588,10 +595,12 @@ constexpr StoreFallback WholeRowsFallback(int block, int packs, int64_t window) 
   return StoreFallback::kElements;
 }
 template <typename T>
-constexpr bool PlansWholeRowsKernel(int block, int packs, int64_t window) {
+constexpr bool PlansWholeRowsKernel(int block, int packs, int64_t window, bool narrow_dram) {
   const bool last_pack_empty = window <= int64_t{block} * (packs - 1);
-  return HasWholeRowsKernel<T>(block, packs, WholeRowsFallback<T>(block, packs, window)) &&
-         (kIs16Bit<T> || block != 128 || last_pack_empty);
+  const StoreFallback fallback = WholeRowsFallback<T>(block, packs, window);
+  const bool full_16bit_512x2 = kIs16Bit<T> && block == 512 && fallback == StoreFallback::kElements;
+  return HasWholeRowsKernel<T>(block, packs, fallback) &&
+         (kIs16Bit<T> || block != 128 || last_pack_empty) && (!full_16bit_512x2 || narrow_dram);
 }
 // Whether this build has the whole-rows kernel: the planner's, or in the lab every shape's, but
 // kNone only where the planner has it.
@@ -1027,8 +1036,8 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
       }
       plan.launch = &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks>;
       plan.ragged = true;
-      const bool planned_whole =
-          rows_kernel == RowsKernel::kPlanned && PlansWholeRowsKernel<T>(kBlock, kPacks, window);
+      const bool planned_whole = rows_kernel == RowsKernel::kPlanned &&
+                                 PlansWholeRowsKernel<T>(kBlock, kPacks, window, NarrowDram(info));
       if (whole_rows && (rows_kernel == RowsKernel::kWhole || planned_whole)) {
         WithWholeRowsKernel<T, kBlock, kPacks>(
             WholeRowsFallback<T>(kBlock, kPacks, window), [&](auto fallback_tag) {
