@@ -562,9 +562,11 @@ enum class RowsKernel { kPlanned, kRagged, kWhole };
 //    960 columns 0.993 -> 0.998 / 0.990 -> 0.998, 1000 0.998 -> 0.999 / 0.995 -> 1.000, 1024
 //    0.996 -> 0.997 / 0.994 -> 0.995).
 //  * 16-bit 512 x 2 with kElements where every thread holds two packs (8192 columns), where the
-//    DRAM is narrow (item 88): on an H100, half and bfloat16 softmax, 2112 rows 0.993-0.997 ->
-//    1.004-1.009, 4224 0.994-0.997 -> 0.998-1.000, 16384 level or ahead by up to 0.13%
-//    (MEASURED_88). Not measured on an H200, where these rows keep the ragged kernel.
+//    DRAM is narrow (item 88): on an H100, half and bfloat16 softmax, 2112 rows 0.994-0.997 ->
+//    1.003-1.004, 4224 0.992-0.997 -> 0.996-0.999, 1056 0.943-0.950 -> 0.960-0.962, 16384
+//    ahead by 0.02-0.09% (log_softmax 0.07-0.13%). A kernel sending y out by one bulk copy
+//    gained less there (item 88). Not measured on an H200, where these rows keep the ragged
+//    kernel.
 // Elsewhere the ragged kernel runs whole rows, as it does every row that is not whole packs;
 // each kernel's registers and schedule are the compiler's choice.
 template <typename T>
