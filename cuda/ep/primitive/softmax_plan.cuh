@@ -600,9 +600,11 @@ template <typename T>
 constexpr bool PlansWholeRowsKernel(int block, int packs, int64_t window, bool narrow_dram) {
   const bool last_pack_empty = window <= int64_t{block} * (packs - 1);
   const StoreFallback fallback = WholeRowsFallback<T>(block, packs, window);
-  const bool full_16bit_512x2 = kIs16Bit<T> && block == 512 && fallback == StoreFallback::kElements;
+  // 16-bit 512 x 2 with every thread's packs full: measured ahead only where the DRAM is narrow.
+  const bool narrow_dram_only =
+      kIs16Bit<T> && block == 512 && packs == 2 && fallback == StoreFallback::kElements;
   return HasWholeRowsKernel<T>(block, packs, fallback) &&
-         (kIs16Bit<T> || block != 128 || last_pack_empty) && (!full_16bit_512x2 || narrow_dram);
+         (kIs16Bit<T> || block != 128 || last_pack_empty) && (narrow_dram || !narrow_dram_only);
 }
 // Whether this build has the whole-rows kernel: the planner's, or in the lab every shape's, but
 // kNone only where the planner has it.
