@@ -144,9 +144,12 @@ def _sm_count() -> int:
     return int(re.search(r"cuda:0 .*?, (\d+) SMs", text).group(1))
 
 
-def _dram_gbps_per_sm() -> float:
+def _narrow_dram() -> bool:
+    # cuda:0's DRAM is narrow for its SMs (an H100's 25 GB/s an SM, not an H200's 36): under the
+    # planner's kNarrowDramGBpsPerSm, 30 GB/s an SM, which several of its rules depend on.
     text = oneflite._C._device_backends()["cuda"]
-    return int(re.search(r"cuda:0 .*?, (\d+) GB/s peak DRAM", text).group(1)) / _sm_count()
+    gbps = int(re.search(r"cuda:0 .*?, (\d+) GB/s peak DRAM", text).group(1))
+    return gbps / _sm_count() < 30
 
 
 def _bulk_copies() -> bool:
@@ -170,7 +173,7 @@ def test_16bit_rows_of_1792_to_2048_packs_take_512_threads_where_dram_is_narrow(
     # 13000 columns (1625 packs) keep the tail on both. The trace reports the plan for rows on a
     # 16-byte boundary, whose window is the row's packs (MaxWindowPacks); the same rows one
     # element off a boundary (16384 columns: 2049 packs, the tail) are checked for their results.
-    narrow = _dram_gbps_per_sm() < 30
+    narrow = _narrow_dram()
     window = cols // 8 if cols % 8 == 0 else (cols + 2 * 8 - 2) // 8
     for _, plan in _aligned_and_off_a_boundary(kind, dtype, 5, cols):
         if narrow and 1792 <= window <= 2048:
@@ -188,7 +191,7 @@ def test_float_rows_take_512_threads_once_there_are_enough_waves(cols, kind):
     # rather than 256 of 3 or 4, from 48 waves (PlanBlockRegisters,
     # kNarrowDramFloat512x2LeastPacks).
     op, ref = OPS[kind]
-    narrow = _dram_gbps_per_sm() < 30
+    narrow = _narrow_dram()
     waves = 16 if cols >= 3968 else 48
     many = waves * 4 * _sm_count()
     packs_of_256 = 4 if cols > 3068 else 3  # kFloatShapes: 256 x 3 up to 767 packs
@@ -324,7 +327,7 @@ def test_block_registers_rows_of_whole_packs_and_ragged_rows(dtype, cols, shape,
     # their block, and 256 x 2 for its full window too; 512 x 2 for its full window ("narrow")
     # only where the DRAM is narrow for the SMs (an H100).
     if whole == "narrow":
-        whole = _dram_gbps_per_sm() < 30
+        whole = _narrow_dram()
     for _, plan in _aligned_and_off_a_boundary(kind, dtype, 5, cols):
         assert "block_registers: pack=" in plan, plan
         assert shape in plan and (" ragged" in plan) != whole, plan
@@ -459,7 +462,7 @@ def test_16bit_rows_of_960_to_1024_columns_take_a_block_of_128_or_64_threads(col
     # (k16BitSmallLeastPacks). Fewer rows, rows of 119 packs (952), rows that are not whole
     # packs (1001) and rows of 129 (1032) keep the warp path. Rows one element off a 16-byte
     # boundary (the warp path's ragged rung) are checked for their results.
-    narrow = _dram_gbps_per_sm() < 30
+    narrow = _narrow_dram()
     many = 384 * _sm_count()
     takes_block = cols % 8 == 0 and 960 <= cols <= 1024
     for rows, offset, plan in _many_rows(kind, dtype, cols, many):
@@ -488,7 +491,7 @@ def test_16bit_rows_of_1536_to_2048_columns_take_128_threads_of_2_packs_where_dr
     # (2056, past the warp path's longest rung) keep their paths. Rows one element off a 16-byte
     # boundary (the warp path's ragged rung) are checked for their results.
     many = 256 * _sm_count()
-    takes_block = _dram_gbps_per_sm() < 30 and cols % 8 == 0 and 1536 <= cols <= 2048
+    takes_block = _narrow_dram() and cols % 8 == 0 and 1536 <= cols <= 2048
     pairs = "block_registers: pack=8 cols_per_thread=16 block=128 "
     for rows, offset, plan in _many_rows(kind, dtype, cols, many):
         if offset == 0 and takes_block and rows == many:
@@ -509,7 +512,7 @@ def test_float_rows_of_512_columns_take_128_threads_where_dram_is_narrow(cols, k
     # rows that are not whole packs (513) and rows of 129 packs (516) keep the warp path. Rows
     # one element off a 16-byte boundary are checked for their results.
     many = 512 * _sm_count()
-    takes_block = _dram_gbps_per_sm() < 30 and cols == 512
+    takes_block = _narrow_dram() and cols == 512
     for rows, offset, plan in _many_rows(kind, oneflite.float32, cols, many):
         if offset == 0 and takes_block and rows == many:
             assert "block_registers: pack=4 cols_per_thread=4 block=128 " in plan, plan
@@ -530,7 +533,7 @@ def test_rows_brought_in_by_one_bulk_copy_match_the_reference_in_every_row(dtype
     # build have bulk copies (sm_90 on). Every row of the launch is checked, among them rows of
     # NaN, +inf, magnitudes near the dtype's largest, equal values and -inf only.
     op, ref = OPS[kind]
-    if not (_dram_gbps_per_sm() < 30 and _bulk_copies()):
+    if not (_narrow_dram() and _bulk_copies()):
         pytest.skip("rows are planned onto bulk copies only where the DRAM is narrow, on sm_90 on")
     many = (384 if dtype.itemsize == 2 else 512) * _sm_count()
     values = np.tile(_values(64, cols, seed=cols + 1), (many // 64 + 1, 1))[:many]
@@ -572,7 +575,7 @@ def test_float_rows_of_257_to_448_packs_take_2_packs_a_thread_where_dram_is_narr
     # the range keep kFloatShapes' 128 x 2, 128 x 3 or 128 x 4. Rows one element off a 16-byte
     # boundary take the same rule by their window.
     many = 512 * _sm_count()
-    narrow = _dram_gbps_per_sm() < 30
+    narrow = _narrow_dram()
     for rows, offset, plan in _many_rows(kind, oneflite.float32, cols, many):
         if offset != 0:
             continue
@@ -609,7 +612,7 @@ def test_rows_on_128_byte_lines_take_the_largest_carveout_where_dram_is_narrow(
     # The launch takes the copy only where x and y start on a line: results are checked for
     # rows from an aligned start and from one element past it.
     many = 24 * (2048 // block) * _sm_count()  # 24 waves of as many blocks as fit an SM
-    expect = takes and _dram_gbps_per_sm() < 30
+    expect = takes and _narrow_dram()
     for rows, offset, plan in _many_rows(kind, dtype, cols, many):
         if offset == 0 and rows == many:
             assert "block_registers: " in plan, plan
@@ -627,7 +630,7 @@ def test_float_512x2_takes_the_largest_carveout_only_for_rows_that_fill_it(cols,
     # 3328 (832) takes it where the DRAM is narrow. The benchmark's rows, where these lengths run
     # on 512 x 2.
     rows = 2**27 // cols
-    narrow = _dram_gbps_per_sm() < 30
+    narrow = _narrow_dram()
     for r, offset, plan in _many_rows(kind, oneflite.float32, cols, rows):
         if offset == 0 and r == rows:
             if narrow:
@@ -643,7 +646,7 @@ def test_float_rows_of_3968_to_4096_packs_take_1024_threads_where_dram_is_narrow
     # (kNarrowDramFloat1024x4LeastPacks); fewer rows, wider DRAM and rows of 3840 packs (15360
     # columns) keep 512 x 8.
     many = 16 * _sm_count()
-    takes_1024 = _dram_gbps_per_sm() < 30 and cols >= 15872
+    takes_1024 = _narrow_dram() and cols >= 15872
     for rows, offset, plan in _many_rows(kind, oneflite.float32, cols, many):
         if offset != 0:
             continue

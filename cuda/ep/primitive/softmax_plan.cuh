@@ -951,8 +951,8 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
   const int64_t window = MaxWindowPacks<T>(cols, x_aligned);
   const bool whole_rows = WholePackRows<T>(cols, x_aligned);
   const bool planned_shape = block == 0 && rows_kernel == RowsKernel::kPlanned;
+  const bool narrow_dram = NarrowDram(info);
   if (block == 0) {
-    const bool narrow_dram = NarrowDram(info);
     if constexpr (kIs16Bit<T>) {
       // The 16-bit shapes take windows in ranges of their own (see k16BitShapes).
       for (const auto& shape : k16BitShapes<T>) {
@@ -1041,7 +1041,7 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
       plan.launch = &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks>;
       plan.ragged = true;
       const bool planned_whole = rows_kernel == RowsKernel::kPlanned &&
-                                 PlansWholeRowsKernel<T>(kBlock, kPacks, window, NarrowDram(info));
+                                 PlansWholeRowsKernel<T>(kBlock, kPacks, window, narrow_dram);
       if (whole_rows && (rows_kernel == RowsKernel::kWhole || planned_whole)) {
         WithWholeRowsKernel<T, kBlock, kPacks>(
             WholeRowsFallback<T>(kBlock, kPacks, window), [&](auto fallback_tag) {
