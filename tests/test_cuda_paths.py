@@ -303,8 +303,8 @@ def test_float_rows_of_2048_run_fewer_blocks_an_sm_once_there_are_24_waves(cols,
         (oneflite.float32, 1024, "cols_per_thread=8 block=128", False),
         (oneflite.float16, 4096, "cols_per_thread=16 block=256", True),
         (oneflite.bfloat16, 4096, "cols_per_thread=16 block=256", True),
-        (oneflite.float16, 8192, "cols_per_thread=16 block=512", "narrow"),
-        (oneflite.bfloat16, 8192, "cols_per_thread=16 block=512", "narrow"),
+        (oneflite.float16, 8192, "cols_per_thread=16 block=512", True),  # few rows: the test below
+        (oneflite.bfloat16, 8192, "cols_per_thread=16 block=512", True),  # few rows: the test below
         (oneflite.float16, 3072, "cols_per_thread=24 block=128", False),
         (oneflite.bfloat16, 3072, "cols_per_thread=24 block=128", False),
         (oneflite.float16, 3300, "cols_per_thread=32 block=128", False),  # not whole packs
@@ -324,13 +324,28 @@ def test_block_registers_rows_of_whole_packs_and_ragged_rows(dtype, cols, shape,
     # it has), and the same rows one element off a 16-byte boundary (a contiguous view at
     # storage offset 1) take the ragged kernel (a vector load there would fault); all give the
     # reference's results. The 16-bit shapes take it for windows that are not a multiple of
-    # their block, and 256 x 2 for its full window too; 512 x 2 for its full window ("narrow")
-    # only where the DRAM is narrow for the SMs (an H100).
-    if whole == "narrow":
-        whole = _narrow_dram()
+    # their block, and 256 x 2 for its full window too; 512 x 2 for its full window as well,
+    # for these few rows on any device.
     for _, plan in _aligned_and_off_a_boundary(kind, dtype, 5, cols):
         assert "block_registers: pack=" in plan, plan
         assert shape in plan and (" ragged" in plan) != whole, plan
+
+
+@pytest.mark.parametrize("kind", list(OPS))
+@pytest.mark.parametrize("dtype", [oneflite.float16, oneflite.bfloat16], ids=lambda d: d.name)
+def test_16bit_rows_of_8192_take_the_whole_rows_kernel_up_to_64_rows_an_sm(dtype, kind):
+    # 16-bit rows of 8192 columns on 16-byte boundaries (block_registers' 512 threads of 2 full
+    # packs) take the kernel for rows of whole packs where the DRAM is narrow for the SMs (an
+    # H100) at any row count, and on a wider one (an H200) up to 64 rows an SM
+    # (Plans512x2WholeRows): a row more takes the ragged kernel. So do the same rows one element
+    # off a boundary (the trace reports the plan of aligned rows); sampled rows of each match
+    # the reference.
+    many = 64 * _sm_count() + 1
+    for rows, offset, plan in _many_rows(kind, dtype, 8192, many):
+        assert "block_registers: pack=8 cols_per_thread=16 block=512 " in plan, plan
+        if offset == 0:
+            whole = _narrow_dram() or rows < many
+            assert (" ragged" in plan) != whole, (rows, plan)
 
 
 def _check_block_registers_shape(dtype: oneflite.dtype, cols: int, shape: str | None) -> None:

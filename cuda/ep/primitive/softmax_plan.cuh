@@ -562,11 +562,11 @@ enum class RowsKernel { kPlanned, kRagged, kWhole };
 //    960 columns 0.993 -> 0.998 / 0.990 -> 0.998, 1000 0.998 -> 0.999 / 0.995 -> 1.000, 1024
 //    0.996 -> 0.997 / 0.994 -> 0.995).
 //  * 16-bit 512 x 2 with kElements where every thread holds two packs (8192 columns), where the
-//    DRAM is narrow (item 88): on an H100, half and bfloat16 softmax, 2112 rows 0.994-0.997 ->
-//    1.003-1.004, 4224 0.992-0.997 -> 0.996-0.999, 1056 0.943-0.950 -> 0.960-0.962, 16384
-//    ahead by 0.02-0.09% (log_softmax 0.07-0.13%). A kernel sending y out by one bulk copy
-//    gained less there (item 88). Not measured on an H200, where these rows keep the ragged
-//    kernel.
+//    DRAM is narrow at any row count (item 88): on an H100, half and bfloat16 softmax, 2112 rows
+//    0.994-0.997 -> 1.003-1.004, 4224 0.992-0.997 -> 0.996-0.999, 1056 0.943-0.950 ->
+//    0.960-0.962, 16384 ahead by 0.02-0.09% (log_softmax 0.07-0.13%). A kernel sending y out by
+//    one bulk copy gained less there (item 88). On a wider DRAM up to
+//    kWideDram512x2WholeMaxRowsPerSm rows an SM (Plans512x2WholeRows).
 // Elsewhere the ragged kernel runs whole rows, as it does every row that is not whole packs;
 // each kernel's registers and schedule are the compiler's choice.
 template <typename T>
@@ -596,15 +596,16 @@ constexpr StoreFallback WholeRowsFallback(int block, int packs, int64_t window) 
   if (kIs16Bit<T> && window % block != 0) { return StoreFallback::kPack; }
   return StoreFallback::kElements;
 }
+// `full_512x2`: whether 16-bit 512 x 2's full windows take it on this device and row count
+// (Plans512x2WholeRows).
 template <typename T>
-constexpr bool PlansWholeRowsKernel(int block, int packs, int64_t window, bool narrow_dram) {
+constexpr bool PlansWholeRowsKernel(int block, int packs, int64_t window, bool full_512x2) {
   const bool last_pack_empty = window <= int64_t{block} * (packs - 1);
   const StoreFallback fallback = WholeRowsFallback<T>(block, packs, window);
-  // 16-bit 512 x 2 with every thread's packs full: measured ahead only where the DRAM is narrow.
-  const bool narrow_dram_only =
+  const bool is_full_512x2 =
       kIs16Bit<T> && block == 512 && packs == 2 && fallback == StoreFallback::kElements;
   return HasWholeRowsKernel<T>(block, packs, fallback) &&
-         (kIs16Bit<T> || block != 128 || last_pack_empty) && (narrow_dram || !narrow_dram_only);
+         (kIs16Bit<T> || block != 128 || last_pack_empty) && (full_512x2 || !is_full_512x2);
 }
 // Whether this build has the whole-rows kernel: the planner's, or in the lab every shape's, but
 // kNone only where the planner has it.
@@ -770,6 +771,21 @@ constexpr double kNarrowDramGBpsPerSm = 30.0;
 constexpr int64_t kNarrowDram512x4LeastPacks = 1792;
 inline bool NarrowDram(const CudaDeviceInfo& info) {
   return info.PeakDramGBpsPerSm() < kNarrowDramGBpsPerSm;
+}
+
+// 16-bit rows of exactly 1024 packs (8192 aligned columns) on 512 x 2, every thread's two packs
+// full: the whole-rows kernel (PlansWholeRowsKernel) where the DRAM is narrow, at any row count
+// (NOTES.md item 88), and on a wider DRAM up to kWideDram512x2WholeMaxRowsPerSm rows an SM
+// (item 89). Measured on an H200 (tools/softmax_lab.cu, registers=512x2/whole against the
+// ragged kernel, half and bfloat16, softmax / log_softmax, three rounds each unless marked
+// "one"): 1056 rows +2.7-3.5% (one), 2112 +1.2-1.8% / +2.0-2.8%, 4224 +1.0-1.3% / +1.9-2.2%,
+// 6336 +0.4-2.6% / +0.5-3.5% (a fourth round: half softmax -2.0%), 8448 (64 an SM) +0.4-0.5% /
+// +0.9-1.1%; past it level, then behind: 10560 -0.3 to +0.1% / +0.1-0.7%, 12672 level (one),
+// 14784 -0.5% / -0.3% to level (one), 16384 (the benchmark's rows) -0.3-0.6% / -0.6-0.7%.
+// Why the wider DRAM turns it at about 80 rows an SM, the H100's not, is not known.
+constexpr int64_t kWideDram512x2WholeMaxRowsPerSm = 64;
+inline bool Plans512x2WholeRows(const CudaDeviceInfo& info, int64_t rows) {
+  return NarrowDram(info) || rows <= kWideDram512x2WholeMaxRowsPerSm * info.sm_count;
 }
 
 // Rows that start on 128-byte lines (row bytes a multiple of kLineBytes, x and y on a line,
@@ -1040,8 +1056,9 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
       }
       plan.launch = &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks>;
       plan.ragged = true;
-      const bool planned_whole = rows_kernel == RowsKernel::kPlanned &&
-                                 PlansWholeRowsKernel<T>(kBlock, kPacks, window, narrow_dram);
+      const bool planned_whole =
+          rows_kernel == RowsKernel::kPlanned &&
+          PlansWholeRowsKernel<T>(kBlock, kPacks, window, Plans512x2WholeRows(info, rows));
       if (whole_rows && (rows_kernel == RowsKernel::kWhole || planned_whole)) {
         WithWholeRowsKernel<T, kBlock, kPacks>(
             WholeRowsFallback<T>(kBlock, kPacks, window), [&](auto fallback_tag) {
