@@ -858,11 +858,7 @@ __global__ void __launch_bounds__(kRowThreads* kRowsPerBlock)
     pack = LoadPackOrNegativeInfinity(x + row * kCols + tid * P, true);
   }
   C v[P];
-#pragma unroll
-  for (int j = 0; j < P; ++j) { v[j] = ToCompute(pack.elem[j]); }
-  C m = v[0];
-#pragma unroll
-  for (int j = 1; j < P; ++j) { m = Max(m, v[j]); }
+  const C m = WidenWithMax<T>(&pack, v);
   const int lane = threadIdx.x % kWarpSize;
   const int warp = tid / kWarpSize;
   auto reduce = [&](C value, C* slots, auto op) {

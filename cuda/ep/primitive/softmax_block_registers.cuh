@@ -142,14 +142,7 @@ __global__ void __launch_bounds__(kBlock)
       __pipeline_commit();
     }
     C v[kPacks * P];
-#pragma unroll
-    for (int n = 0; n < kPacks; ++n) {
-#pragma unroll
-      for (int j = 0; j < P; ++j) { v[n * P + j] = ToCompute(packs[n].elem[j]); }
-    }
-    C m = v[0];
-#pragma unroll
-    for (int i = 1; i < kPacks * P; ++i) { m = Max(m, v[i]); }
+    C m = WidenWithMax<T, kPacks>(packs, v);
     // The tail's (max, sum), starting from the registers' max.
     MaxSum<C> tail_stats{m, C(0)};
     if constexpr (kCachedTail) {
@@ -256,12 +249,7 @@ __global__ void __launch_bounds__(kBlock)
   while (!cuda::ptx::mbarrier_try_wait_parity(&landed, 0)) {}
   const Pack<T> pack = row_packs[tid];
   C v[P];
-#pragma unroll
-  for (int j = 0; j < P; ++j) { v[j] = ToCompute(pack.elem[j]); }
-  C m = v[0];
-#pragma unroll
-  for (int j = 1; j < P; ++j) { m = Max(m, v[j]); }
-  const C row_max = BlockAllReduce<kBlock>(m, posts[0], MaxOp<C>());
+  const C row_max = BlockAllReduce<kBlock>(WidenWithMax<T>(&pack, v), posts[0], MaxOp<C>());
   C sum = 0;
 #pragma unroll
   for (int j = 0; j < P; ++j) { Shift<T, kAlgorithm>(v[j], row_max, sum); }

@@ -198,6 +198,22 @@ __device__ __forceinline__ ComputeType<T> PackMax(const Pack<T, kBytes>& pack) {
   return PackMax<T, kBytes, 1>(&pack);
 }
 
+// Widens kCount packs into v (P values each, pack by pack) and returns the max of v: how the
+// kernels that hold a row's values in registers begin.
+template <typename T, int kCount = 1>
+__device__ __forceinline__ ComputeType<T> WidenWithMax(const Pack<T>* packs, ComputeType<T>* v) {
+  constexpr int P = PackSize<T>::value;
+#pragma unroll
+  for (int n = 0; n < kCount; ++n) {
+#pragma unroll
+    for (int j = 0; j < P; ++j) { v[n * P + j] = ToCompute(packs[n].elem[j]); }
+  }
+  ComputeType<T> m = v[0];
+#pragma unroll
+  for (int i = 1; i < kCount * P; ++i) { m = Max(m, v[i]); }
+  return m;
+}
+
 // float and double use the accurate library exp (float: within 2 ulp). The 16-bit types use
 // the hardware exp2 on x * log2(e), a multiply and one MUFU.EX2: a few ulp of float for the
 // arguments softmax feeds it (x - max <= 0), far below half and bfloat16 rounding. Those types
