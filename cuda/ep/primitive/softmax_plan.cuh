@@ -784,8 +784,8 @@ inline bool NarrowDram(const CudaDeviceInfo& info) {
 // 14784 -0.5% / -0.3% to level (one), 16384 (the benchmark's rows) -0.3-0.6% / -0.6-0.7%.
 // Why the wider DRAM turns it at about 80 rows an SM, the H100's not, is not known.
 constexpr int64_t kWideDram512x2WholeMaxRowsPerSm = 64;
-inline bool Plans512x2WholeRows(const CudaDeviceInfo& info, int64_t rows) {
-  return NarrowDram(info) || rows <= kWideDram512x2WholeMaxRowsPerSm * info.sm_count;
+inline bool Plans512x2WholeRows(bool narrow_dram, int64_t rows, int sm_count) {
+  return narrow_dram || rows <= kWideDram512x2WholeMaxRowsPerSm * sm_count;
 }
 
 // Rows that start on 128-byte lines (row bytes a multiple of kLineBytes, x and y on a line,
@@ -1058,7 +1058,8 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
       plan.ragged = true;
       const bool planned_whole =
           rows_kernel == RowsKernel::kPlanned &&
-          PlansWholeRowsKernel<T>(kBlock, kPacks, window, Plans512x2WholeRows(info, rows));
+          PlansWholeRowsKernel<T>(kBlock, kPacks, window,
+                                  Plans512x2WholeRows(narrow_dram, rows, info.sm_count));
       if (whole_rows && (rows_kernel == RowsKernel::kWhole || planned_whole)) {
         WithWholeRowsKernel<T, kBlock, kPacks>(
             WholeRowsFallback<T>(kBlock, kPacks, window), [&](auto fallback_tag) {
