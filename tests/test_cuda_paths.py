@@ -586,9 +586,10 @@ def test_float_rows_of_257_to_448_packs_take_2_packs_a_thread_where_dram_is_narr
 ):
     # float rows of 257-448 window packs take block_registers' 192 threads of 2 packs (257-319)
     # or 256 of 2 (320-448) where the DRAM is narrow for the SMs (an H100), once there are 512
-    # rows an SM (kNarrowDramFloatPairsMinRowsPerSm); fewer rows, wider DRAM and the rows past
-    # the range keep kFloatShapes' 128 x 2, 128 x 3 or 128 x 4. Rows one element off a 16-byte
-    # boundary take the same rule by their window.
+    # rows an SM (kNarrowDramFloatPairsMinRowsPerSm); fewer rows and the rows past the range keep
+    # kFloatShapes' 128 x 2, 128 x 3 or 128 x 4. Where the DRAM is wide (an H200), the rows of
+    # 368-448 packs take 224 x 2 instead (the next test); the others keep kFloatShapes'. Rows one
+    # element off a 16-byte boundary take the same rule by their window.
     many = 512 * _sm_count()
     narrow = _narrow_dram()
     for rows, offset, plan in _many_rows(kind, oneflite.float32, cols, many):
@@ -598,6 +599,34 @@ def test_float_rows_of_257_to_448_packs_take_2_packs_a_thread_where_dram_is_narr
             # Rows on 128-byte lines (1280, 1536, 1792) also take the largest carve-out.
             carveout = "carveout=max_shared " if cols * 4 % 128 == 0 else ""
             assert f"block_registers: pack=4 {narrow_shape}{carveout}ragged " in plan, plan
+        elif not narrow and _takes_224x2(kind, cols // 4):
+            assert "block_registers: pack=4 cols_per_thread=8 block=224 ragged " in plan, plan
+        else:
+            assert "block=128 " in plan, plan
+
+
+def _takes_224x2(kind: str, window: int) -> bool:
+    # Whether float rows of `window` packs take 224 x 2 where the DRAM is wide, given 360 rows an
+    # SM (kWideDramFloat224x2LeastPacks, kWideDramFloat224x2MostPacks).
+    return (368 if kind == "softmax" else 400) <= window <= 448
+
+
+@pytest.mark.parametrize("kind", list(OPS))
+@pytest.mark.parametrize("cols", [1408, 1468, 1472, 1536, 1596, 1600, 1792, 1796])
+def test_float_rows_of_368_to_448_packs_take_224_threads_where_dram_is_wide(cols, kind):
+    # float rows of 368-448 window packs (1472-1792 aligned columns; log_softmax from 400, 1600
+    # columns) take block_registers' 224 threads of 2 packs, by the ragged kernel, where the DRAM
+    # is wide for the SMs (an H200), once there are 360 rows an SM
+    # (kWideDramFloat224x2MinRowsPerSm). Fewer rows, narrower DRAM and the rows outside the range
+    # keep their shapes (128 threads, at these rows). Rows one element off a 16-byte boundary
+    # take the same rule by their window; their results are checked.
+    many = 360 * _sm_count()
+    takes = not _narrow_dram() and _takes_224x2(kind, cols // 4)
+    for rows, offset, plan in _many_rows(kind, oneflite.float32, cols, many):
+        if offset != 0:
+            continue
+        if takes and rows == many:
+            assert "block_registers: pack=4 cols_per_thread=8 block=224 ragged " in plan, plan
         else:
             assert "block=128 " in plan, plan
 

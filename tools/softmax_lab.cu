@@ -46,8 +46,8 @@
 //   registers=BxN[/whole]   block_registers with B threads of N packs (/whole: by its kernel
 //               for rows of whole 16-byte packs, where the row is): 128x2, 128x4, 256x2, 256x4,
 //               512x2, 512x4, 512x8 or 1024x8, or the lab's 64x2, 64x3, 64x6, 96x2, 96x4,
-//               128x1, 128x3, 192x1, 192x2, 256x1, 256x3, 256x8, 384x1, 512x1, 1024x1, 1024x2
-//               or 1024x4 (at most 32 values a thread)
+//               128x1, 128x3, 160x2, 160x3, 192x1, 192x2, 224x2, 256x1, 256x3, 256x8, 384x1, 512x1,
+//               1024x1, 1024x2 or 1024x4 (at most 32 values a thread)
 //   rows=N      the warp path's rung with each group taking N (1, 2 or 4) rows at once (rungs
 //               of up to 4 packs a lane)
 //   tail=BxN    block_registers with B threads of N register packs, the rest of the row cached
@@ -64,7 +64,8 @@
 //               1), compiled for M blocks an SM (__launch_bounds__; 1 no bound; default the
 //               planner's TileMinBlocks); one of ForEachLabTileShape's below
 //   occ=N       block_registers (no tail) held to N blocks an SM by shared memory
-//               (HoldBlocksPerSmSmem), as the planner holds float 512 x 4
+//               (HoldBlocksPerSmSmem), as the planner holds float 512 x 4; after registers=BxN
+//               (below), that shape held
 //   occ=NxC     the same in a carve-out of C KiB, counting the reserve the device reports
 //   wocc=NxC    the planned warp rung held to N blocks an SM in a carve-out of C KiB
 //   carve=P     the plan, its block_registers kernel preferring a carve-out of P percent (-1:
@@ -93,6 +94,9 @@
 //               by another ptxas), to run beside the variant triton
 //
 // Every timed call follows an L2 flush (a read of four times the L2 size), as in the benchmark.
+//
+// Variants joined by '+' apply left to right, each to the plan the one before it made:
+// registers=192x2/whole+occ=9x100 is 192 x 2 held to 9 blocks an SM.
 //
 // Each line: dtype algo variant cols rows plan copy_GB/s GB/s fraction_of_copy max_error,
 // where GB/s counts bytes read plus written, and max_error compares rows with a float64 softmax
@@ -411,16 +415,30 @@ const void* RegistersKernel(const Options& options, const Plan& plan, int64_t co
     }
   };
   auto try_packs = [&](auto block_tag, auto algo_tag) {
-    if constexpr (decltype(block_tag)::value == 128) {
+    constexpr int kBlock = decltype(block_tag)::value;
+    if constexpr (kBlock == 128 || kBlock == 192) {
       try_shape(block_tag, std::integral_constant<int, 1>{}, algo_tag);
+    }
+    if constexpr (kBlock == 128 || kBlock == 160 || kBlock == 256) {
       try_shape(block_tag, std::integral_constant<int, 3>{}, algo_tag);
+    }
+    if constexpr (kBlock == 96 || kBlock == 160 || kBlock == 192 || kBlock == 224) {
+      try_shape(block_tag, std::integral_constant<int, 2>{}, algo_tag);
+      if constexpr (kBlock == 96) {
+        try_shape(block_tag, std::integral_constant<int, 4>{}, algo_tag);
+      }
+      return;
     }
     try_shape(block_tag, std::integral_constant<int, 2>{}, algo_tag);
     try_shape(block_tag, std::integral_constant<int, 4>{}, algo_tag);
     try_shape(block_tag, std::integral_constant<int, 8>{}, algo_tag);
   };
   auto try_blocks = [&](auto algo_tag) {
+    try_packs(std::integral_constant<int, 96>{}, algo_tag);
     try_packs(std::integral_constant<int, 128>{}, algo_tag);
+    try_packs(std::integral_constant<int, 192>{}, algo_tag);
+    try_packs(std::integral_constant<int, 224>{}, algo_tag);
+    try_packs(std::integral_constant<int, 160>{}, algo_tag);
     try_packs(std::integral_constant<int, 256>{}, algo_tag);
     try_packs(std::integral_constant<int, 512>{}, algo_tag);
     try_packs(std::integral_constant<int, 1024>{}, algo_tag);
@@ -473,12 +491,18 @@ size_t LabHoldSmem(const void* kernel, const CudaDeviceInfo& info, int block_siz
   return active == blocks ? static_cast<size_t>(dynamic) : 0;
 }
 
-// The planner's choice, with the variant's one decision undone.
+// The planner's choice, with the variant's one decision undone; or, from `start`, that plan
+// with one more. Variants joined by '+' (registers=192x2/whole+occ=9x100) apply left to right.
 template <typename T>
 Plan VariantPlan(const Options& options, const std::string& variant, const CudaDeviceInfo& info,
-                 int64_t rows, int64_t cols) {
+                 int64_t rows, int64_t cols, const Plan* start = nullptr) {
+  if (const size_t plus = variant.find('+'); plus != std::string::npos) {
+    const Plan first = VariantPlan<T>(options, variant.substr(0, plus), info, rows, cols, start);
+    return VariantPlan<T>(options, variant.substr(plus + 1), info, rows, cols, &first);
+  }
   const bool allow_registers = variant != "path=block" && variant.rfind("block=", 0) != 0;
-  Plan plan = options.algo == Algorithm::kSoftmax
+  Plan plan = start != nullptr ? *start
+              : options.algo == Algorithm::kSoftmax
                   ? PlanSoftmax<T, Algorithm::kSoftmax>(info, rows, cols, true, allow_registers)
                   : PlanSoftmax<T, Algorithm::kLogSoftmax>(info, rows, cols, true, allow_registers);
   const int64_t resident = ResidentBlocks(info, plan.active_per_sm);

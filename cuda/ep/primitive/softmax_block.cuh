@@ -72,7 +72,8 @@ __device__ __forceinline__ C BlockAllReduce(C value, C* posts, Op op) {
     if constexpr ((kWarps & (kWarps - 1)) == 0) {
       value = GroupAllReduce<kWarps>(posts[lane % kWarps], op);
     } else {
-      // The lab's blocks of 3 or 6 warps: every thread folds the posts in the same order.
+      // Blocks of 7 warps (float 224 x 2), and the lab's of 3, 5 or 6: every thread folds the
+      // posts in the same order.
       value = posts[0];
 #pragma unroll
       for (int w = 1; w < kWarps; ++w) { value = op(value, posts[w]); }

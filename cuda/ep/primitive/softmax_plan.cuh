@@ -909,6 +909,30 @@ constexpr int64_t kNarrowDramFloat256x2LeastPacks = 320;
 constexpr int64_t kNarrowDramFloatPairsMostPacks = 448;
 constexpr int64_t kNarrowDramFloatPairsMinRowsPerSm = 512;
 
+// float rows of 368-448 window packs (1472-1792 aligned columns; log_softmax from 400, 1600) on
+// 224 threads of 2 packs where the DRAM is wide (an H200), once there are 360 rows an SM, instead
+// of 128 x 4. Seven warps a row is the most that still lets 9 blocks share an SM (63 of its 64
+// warps), and 9 rows an SM is what 4-warp blocks stream best at on an H200: held to 8 (by shared
+// memory) 128 x 4 lost 5% (NOTES.md, item 90), and 128 x 3 held to 9 ran level with it and at
+// 10 or 11 0.3-0.6% behind (item 91). More warps a row at the same rows an SM likely finish each
+// row sooner. 8 warps (256 x 2, Triton's shape) allow only 8 blocks, where float's accurate exp
+// leaves it 1.5% behind. Measured on an H200 (tools/softmax_lab.cu, registers=224x2 against the
+// plan, 98304 rows unless said, interleaved, fractions of copy, softmax / log_softmax): 1472
+// columns 0.999 -> 1.003-1.004 / 0.999 -> 0.996, 1536 1.001-1.004 -> 1.003-1.005 (ten rounds on
+// three leases; Triton's kernel 1.005-1.006) / 1.003-1.005 -> 1.003, 1600 0.986 -> 0.994-0.998 /
+// 0.984 -> 0.997-0.998, 1664 0.987-0.988 -> 0.991 / 0.988-0.989 -> 0.991-0.992, 1728 0.995 ->
+// 0.998 / 0.994 -> 0.999, 1792 0.987-0.988 -> 0.992 / 0.987 -> 0.992; behind at 1408 (352 packs:
+// 0.985-0.988 -> 0.982 / 0.988-0.989 -> 0.971-0.972) and below. One round at other row counts
+// (1472 / 1536 / 1600 / 1792, softmax): 49152 rows 0.989 -> 0.993 / 0.998 -> 1.004 / 0.984 ->
+// 0.991 / 0.988 -> 0.993 (log_softmax 1600 and 1792 +0.5-0.6%, 1472 -0.8%), 196608 +0.1-1.0%;
+// 32768 rows -0.6% to +0.8%, and 4096-16384 rows mostly behind (4096: up to -4.5%). The ragged
+// kernel runs them (aligned rows measured 0.1% ahead of the lab's whole-rows kernel at 1536).
+// An H100 keeps its rules (above), where 224 x 2 was not measured. (NOTES.md, item 91.)
+template <Algorithm kAlgorithm>
+constexpr int64_t kWideDramFloat224x2LeastPacks = kAlgorithm == Algorithm::kSoftmax ? 368 : 400;
+constexpr int64_t kWideDramFloat224x2MostPacks = 448;
+constexpr int64_t kWideDramFloat224x2MinRowsPerSm = 360;
+
 // float rows of 3968-4096 window packs (15872-16384 aligned columns) on 1024 x 4 instead of 512
 // x 8 where the DRAM is narrow, from 16 rows an SM. Measured on an H100 (tools/softmax_lab.cu,
 // 2^27 / cols rows, registers=1024x4 against the plan, fractions of copy, softmax / log_softmax):
@@ -941,8 +965,8 @@ inline bool BulkLoadRunsOn(const void* kernel, const CudaDeviceInfo& info) {
 // Fills `plan` for block_registers with `block` threads of `packs` packs each, or (block = 0)
 // with the shape whose range takes the window (kFloatShapes, k16BitShapes), or the one a rule
 // above gives it (16-bit rows of 120-128, 192-256 or 1792-2048 packs, float 512 x 2, 128 x 1,
-// 192 x 2, 256 x 2 and 1024 x 4). False when no shape takes the row, the shape does not hold it,
-// or a thread would hold more than 32 values (1024 threads have 64 registers each).
+// 192 x 2, 224 x 2, 256 x 2 and 1024 x 4). False when no shape takes the row, the shape does not
+// hold it, or a thread would hold more than 32 values (1024 threads have 64 registers each).
 //
 // The 16-bit shapes of 16 values a thread, in 32 registers, let 2048 threads share an SM:
 // 256 x 2 packs at 4096 cols 0.968-0.969x copy (block_smem 0.917-0.923) and 512 x 2 at 8192
@@ -1008,6 +1032,12 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
       if (narrow_dram && window > 256 && window <= kNarrowDramFloatPairsMostPacks &&
           rows >= kNarrowDramFloatPairsMinRowsPerSm * info.sm_count) {
         block = window < kNarrowDramFloat256x2LeastPacks ? 192 : 256;
+        packs = 2;
+      }
+      if (!narrow_dram && window >= kWideDramFloat224x2LeastPacks<kAlgorithm> &&
+          window <= kWideDramFloat224x2MostPacks &&
+          rows >= kWideDramFloat224x2MinRowsPerSm * info.sm_count) {
+        block = 224;
         packs = 2;
       }
       if (narrow_dram && window >= kNarrowDramFloat1024x4LeastPacks && window <= 4096 &&
@@ -1137,6 +1167,7 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
   }
   if constexpr (std::is_same_v<T, float>) {
     consider(std::integral_constant<int, 192>{}, std::integral_constant<int, 2>{});
+    consider(std::integral_constant<int, 224>{}, std::integral_constant<int, 2>{});
     consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 4>{});
   }
 #ifdef ONEFLITE_SOFTMAX_LAB
@@ -1160,6 +1191,11 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
     consider(std::integral_constant<int, 64>{}, std::integral_constant<int, 2>{});
   }
   consider(std::integral_constant<int, 256>{}, std::integral_constant<int, 1>{});
+  if constexpr (!std::is_same_v<T, float>) {
+    consider(std::integral_constant<int, 224>{}, std::integral_constant<int, 2>{});
+  }
+  consider(std::integral_constant<int, 160>{}, std::integral_constant<int, 2>{});
+  consider(std::integral_constant<int, 160>{}, std::integral_constant<int, 3>{});
 #endif
   return chosen;
 }
