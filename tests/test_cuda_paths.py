@@ -40,7 +40,8 @@ OPS = {"softmax": (F.softmax, softmax_ref), "log_softmax": (F.log_softmax, log_s
 # columns held beside them), every warp_tile rung (a row of W * K 32-bit words, K odd, takes W lanes
 # of the first of 9, 13, 17 and 25 words at or above K, if K >= 7: 16-bit rows of 2 * W * K columns,
 # float rows of W * K, for W = 1, 2, 4, 8; 14 columns reach the 7-word end), each block_registers
-# shape, float's (1000, 1025, 1534, 2100, 3072, 8192, 12345 and 32768 columns) and the 16-bit
+# shape, float's (1000, 1025, 1534, 2100, 3072, 8192, 12345 and 32768 columns; 5800 and 10000 on
+# 512 threads where the DRAM is wide, a shared-memory path elsewhere) and the 16-bit
 # types' (3072, 3300, 4000, 5000 and 7500 columns; 8192 too), block_registers with a cached tail in
 # shared memory (16-bit 12345 columns, and 16384 where the DRAM is wide, on 256 threads and 65536
 # on 512, float 40001 and 81920 on 1024), the shared-memory path (double from 258, float from
@@ -49,7 +50,8 @@ OPS = {"softmax": (F.softmax, softmax_ref), "log_softmax": (F.log_softmax, log_s
 # (float 65536 and past 90112 columns, 16-bit past 65536, double ~29k).
 COLS = [1, 2, 3, 5, 6, 9, 10, 12, 13, 14, 17, 18, 20, 25, 26, 31, 33, 34, 36, 50, 52, 64, 65, 68,
         72, 96, 100, 104, 129, 136, 144, 200, 208, 254, 257, 272, 400, 506, 513, 1000, 1025, 1534,
-        2100, 2500, 3072, 3300, 4000, 4097, 5000, 7500, 8192, 9000, 12345, 16384, 20000, 32768,
+        2100, 2500, 3072, 3300, 4000, 4097, 5000, 5800, 7500, 8192, 9000, 10000, 12345, 16384,
+        20000, 32768,
         40001, 65536, 81920, 100003, 262144]  # fmt: skip
 TILE_WIDTHS = (1, 2, 4, 8)
 TILE_WORDS = (9, 13, 17, 25)
@@ -417,6 +419,26 @@ def test_float_block_registers_shapes_take_their_ranges_of_columns(cols, shape):
     # rung is 32 x 6 (192 packs), and past 256 x 4 block_smem (shape None). Five rows: too few
     # for 512 x 2. Both ops match the reference either way.
     _check_block_registers_shape(oneflite.float32, cols, shape)
+
+
+@pytest.mark.parametrize(
+    ("cols", "wide_shape"),
+    [
+        (5596, None),  # 1399 packs: block_smem
+        (5600, "cols_per_thread=16 block=512"),  # 1400
+        (6140, "cols_per_thread=16 block=512"),  # 1535
+        (9996, None),  # 2499
+        (10000, "cols_per_thread=32 block=512"),  # 2500
+        (12284, "cols_per_thread=32 block=512"),  # 3071
+    ],
+)
+def test_float_rows_of_1400_and_2500_packs_take_512_threads_where_dram_is_wide(cols, wide_shape):
+    # Where the DRAM is wide for the SMs (an H200), float rows of 1400-1535 window packs take
+    # block_registers' 512 threads of 4 packs and rows of 2500-3071 its 512 threads of 8, below
+    # kFloatShapes' three quarters full (kWideDramFloat512x4LeastPacks,
+    # kWideDramFloat512x8LeastPacks); elsewhere, and just below those bounds, a shared-memory
+    # path. Both ops match the reference either way.
+    _check_block_registers_shape(oneflite.float32, cols, None if _narrow_dram() else wide_shape)
 
 
 @pytest.mark.parametrize("kind", list(OPS))

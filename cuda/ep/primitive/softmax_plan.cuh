@@ -933,6 +933,21 @@ constexpr int64_t kWideDramFloat224x2LeastPacks = kAlgorithm == Algorithm::kSoft
 constexpr int64_t kWideDramFloat224x2MostPacks = 448;
 constexpr int64_t kWideDramFloat224x2MinRowsPerSm = 360;
 
+// float rows of 1400-1535 window packs (5600-6143 aligned columns) on 512 x 4 and of 2500-3071
+// (10000-12287) on 512 x 8 where the DRAM is wide (an H200), instead of block_smem: 68% and 61%
+// full, below kFloatShapes' three quarters. Measured on an H200 (tools/softmax_lab.cu, 2^27 /
+// cols rows, registers=512x4 and registers=512x8 against the plan, one round, 100 calls,
+// fractions of copy, softmax / log_softmax): 5600 columns 0.967 -> 0.991 / 0.972 -> 0.991, 5800
+// 0.960 -> 0.994 / 0.964 -> 0.993, 6000 0.961-0.963 -> 0.995 / 0.966 -> 0.996 (Triton's kernel,
+// 512 threads of 16 values, 0.994), 10000 0.962-0.964 -> 0.981-0.982 / 0.965 -> 0.980 (Triton
+// 0.989), 10800 0.960 -> 0.987 / 0.961 -> 0.980, 11600 0.957 -> 0.982 / 0.961 -> 0.976, 12000
+// 0.958 -> 0.983 (Triton 0.978); level at 5200 (1300 packs: 0.964 -> 0.971 / 0.969 -> 0.971) and
+// behind below it (4800: 0.977 -> 0.950) and below 2500 packs (9200: 0.964 -> 0.959, 8400: 0.964
+// -> 0.930). Fewer rows, and the H100, were not measured; the H100 keeps block_smem there.
+// (NOTES.md, item 92.)
+constexpr int64_t kWideDramFloat512x4LeastPacks = 1400;
+constexpr int64_t kWideDramFloat512x8LeastPacks = 2500;
+
 // float rows of 3968-4096 window packs (15872-16384 aligned columns) on 1024 x 4 instead of 512
 // x 8 where the DRAM is narrow, from 16 rows an SM. Measured on an H100 (tools/softmax_lab.cu,
 // 2^27 / cols rows, registers=1024x4 against the plan, fractions of copy, softmax / log_softmax):
@@ -965,8 +980,9 @@ inline bool BulkLoadRunsOn(const void* kernel, const CudaDeviceInfo& info) {
 // Fills `plan` for block_registers with `block` threads of `packs` packs each, or (block = 0)
 // with the shape whose range takes the window (kFloatShapes, k16BitShapes), or the one a rule
 // above gives it (16-bit rows of 120-128, 192-256 or 1792-2048 packs, float 512 x 2, 128 x 1,
-// 192 x 2, 224 x 2, 256 x 2 and 1024 x 4). False when no shape takes the row, the shape does not
-// hold it, or a thread would hold more than 32 values (1024 threads have 64 registers each).
+// 192 x 2, 224 x 2, 256 x 2, 1024 x 4, and 512 x 4 and 512 x 8 a little less full). False when no
+// shape takes the row, the shape does not hold it, or a thread would hold more than 32 values (1024
+// threads have 64 registers each).
 //
 // The 16-bit shapes of 16 values a thread, in 32 registers, let 2048 threads share an SM:
 // 256 x 2 packs at 4096 cols 0.968-0.969x copy (block_smem 0.917-0.923) and 512 x 2 at 8192
@@ -1033,6 +1049,14 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
           rows >= kNarrowDramFloatPairsMinRowsPerSm * info.sm_count) {
         block = window < kNarrowDramFloat256x2LeastPacks ? 192 : 256;
         packs = 2;
+      }
+      if (!narrow_dram && window >= kWideDramFloat512x4LeastPacks && window < 1536) {
+        block = 512;
+        packs = 4;
+      }
+      if (!narrow_dram && window >= kWideDramFloat512x8LeastPacks && window < 3072) {
+        block = 512;
+        packs = 8;
       }
       if (!narrow_dram && window >= kWideDramFloat224x2LeastPacks<kAlgorithm> &&
           window <= kWideDramFloat224x2MostPacks &&
