@@ -546,14 +546,17 @@ def test_float_rows_of_512_columns_take_128_threads_where_dram_is_narrow(cols, k
     # float rows of 512 aligned columns (128 whole packs) take block_registers' 128 threads of
     # one pack where the DRAM is narrow for the SMs (an H100), once there are 512 rows an SM
     # (kFloat128x1MinRowsPerSm). Fewer rows, wider DRAM, rows that leave a thread idle (480, 508),
-    # rows that are not whole packs (513) and rows of 129 packs (516) keep the warp path. Rows
-    # one element off a 16-byte boundary are checked for their results.
+    # rows that are not whole packs (513) and rows of 129 packs (516) keep the warp path, but
+    # that where the DRAM is wide those of 129 packs take 64 x 3 (the 64 x 3 test). Rows one
+    # element off a 16-byte boundary are checked for their results.
     many = 512 * _sm_count()
-    takes_block = _narrow_dram() and cols == 512
+    narrow = _narrow_dram()
     for rows, offset, plan in _many_rows(kind, oneflite.float32, cols, many):
-        if offset == 0 and takes_block and rows == many:
+        if offset == 0 and narrow and cols == 512 and rows == many:
             assert "block_registers: pack=4 cols_per_thread=4 block=128 " in plan, plan
             assert (" bulk_load" in plan) == _bulk_copies(), plan
+        elif offset == 0 and not narrow and cols == 516 and rows == many:
+            assert "block_registers: pack=4 cols_per_thread=12 block=64 ragged " in plan, plan
         elif offset == 0:
             assert "warp: " in plan, plan
 
@@ -651,6 +654,52 @@ def test_float_rows_of_368_to_448_packs_take_224_threads_where_dram_is_wide(cols
             assert "block_registers: pack=4 cols_per_thread=8 block=224 ragged " in plan, plan
         else:
             assert "block=128 " in plan, plan
+
+
+@pytest.mark.parametrize("kind", list(OPS))
+@pytest.mark.parametrize("cols", [512, 516, 640, 701, 764, 768])
+def test_float_rows_of_129_to_191_packs_take_64x3_where_dram_is_wide(cols, kind):
+    # float rows of whole packs with 129-191 packs (516-764 columns), which the warp path gives
+    # one warp of 6 packs a lane, take block_registers' 64 threads of 3 packs (the ragged
+    # kernel) where the DRAM is wide for the SMs (an H200), once there are 512 rows an SM
+    # (kWideDramFloat64x3LeastPacks). Fewer rows, narrower DRAM, rows of 128 packs (512, the
+    # warp path's 4-pack rung), rows that are not whole packs (701) and rows of 192 (768,
+    # kFloatShapes' 128 x 2) keep their paths. Rows one element off a 16-byte boundary (the warp
+    # path's ragged rung) are checked for their results.
+    many = 512 * _sm_count()
+    takes = not _narrow_dram() and cols % 4 == 0 and 129 <= cols // 4 <= 191
+    for rows, offset, plan in _many_rows(kind, oneflite.float32, cols, many):
+        if offset != 0:
+            continue
+        if takes and rows == many:
+            assert "block_registers: pack=4 cols_per_thread=12 block=64 ragged " in plan, plan
+        elif cols == 768:
+            assert "block_registers: pack=4 cols_per_thread=8 block=128 " in plan, plan
+        else:
+            assert "warp: pack=4 " in plan, plan
+
+
+@pytest.mark.parametrize("kind", list(OPS))
+@pytest.mark.parametrize("cols", [3644, 3648, 3840, 3841, 3964, 3968])
+def test_float_rows_of_912_to_991_packs_take_512x2_whole_rows_where_dram_is_wide(cols, kind):
+    # float rows of whole packs with 912-991 packs (3648-3964 columns) take block_registers'
+    # 512 threads of 2 packs by the kernel for whole rows where the DRAM is wide for the SMs (an
+    # H200), once there are 128 rows an SM (kWideDramFloat512x2LeastPacks), rather than 256 x 4.
+    # Rows of 992 packs (3968) take 512 x 2 by the ragged kernel on any device (16 waves of its
+    # blocks, fewer rows than here); fewer rows, narrower DRAM, rows of 911 packs (3644) and
+    # rows that are not whole packs (3841) keep 256 x 4 at these rows. Rows one element off a
+    # 16-byte boundary are checked for their results.
+    many = 128 * _sm_count()
+    takes = not _narrow_dram() and cols % 4 == 0 and 912 <= cols // 4 <= 991
+    for rows, offset, plan in _many_rows(kind, oneflite.float32, cols, many):
+        if offset != 0:
+            continue
+        if takes and rows == many:
+            assert "block_registers: pack=4 cols_per_thread=8 block=512 grid=" in plan, plan
+        elif cols == 3968:
+            assert "block_registers: pack=4 cols_per_thread=8 block=512 ragged " in plan, plan
+        else:
+            assert "block_registers: pack=4 cols_per_thread=16 block=256 " in plan, plan
 
 
 @pytest.mark.parametrize("kind", list(OPS))

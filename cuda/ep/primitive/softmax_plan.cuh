@@ -547,7 +547,8 @@ enum class RowsKernel { kPlanned, kRagged, kWhole };
 //  * float, with kElements (NOTES item 53, three builds): 512 x 4 (8192 columns, +0.2-0.6%),
 //    1024 x 8 (32768, +0.3-0.7%) and 128 x 4 for rows that leave every thread's fourth pack
 //    empty (1536 columns, +0.5-0.75%; full rows, 2048 columns, -0.6%); 512 x 8 with kNone
-//    (16384, +0.5-0.6%; items 57 and 60). float 512 x 2 at 4096 columns measured -0.6%.
+//    (16384, +0.5-0.6%; items 57 and 60). float 512 x 2 at 4096 columns measured -0.6%; at
+//    912-991 packs it runs the whole-rows kernel where the DRAM is wide (Plans512x2WholeRows).
 //  * the 16-bit types (item 63, two rounds): 256 x 2 with kElements where every thread holds
 //    two packs (4096 columns, +0.5-0.8%, item 53). Where the window is not a multiple of the
 //    block, so threads hold different numbers of packs, every 16-bit shape with kPack: 256 x 2
@@ -583,8 +584,8 @@ constexpr bool HasWholeRowsKernel(int block, int packs, StoreFallback fallback) 
   } else if constexpr (std::is_same_v<T, float>) {
     if (fallback == StoreFallback::kNone) { return block == 512 && packs == 8; }
     return fallback == StoreFallback::kElements &&
-           ((block == 128 && packs == 4) || (block == 512 && packs == 4) ||
-            (block == 1024 && packs == 8));
+           ((block == 128 && packs == 4) || (block == 512 && packs == 2) ||
+            (block == 512 && packs == 4) || (block == 1024 && packs == 8));
   } else {
     return false;
   }
@@ -596,16 +597,16 @@ constexpr StoreFallback WholeRowsFallback(int block, int packs, int64_t window) 
   if (kIs16Bit<T> && window % block != 0) { return StoreFallback::kPack; }
   return StoreFallback::kElements;
 }
-// `full_512x2`: whether 16-bit 512 x 2's full windows take it on this device and row count
-// (Plans512x2WholeRows).
+// `whole_512x2`: whether 512 x 2's whole-rows kernel takes this window on this device and row
+// count (Plans512x2WholeRows), for float and for the 16-bit types' full windows.
 template <typename T>
-constexpr bool PlansWholeRowsKernel(int block, int packs, int64_t window, bool full_512x2) {
+constexpr bool PlansWholeRowsKernel(int block, int packs, int64_t window, bool whole_512x2) {
   const bool last_pack_empty = window <= int64_t{block} * (packs - 1);
   const StoreFallback fallback = WholeRowsFallback<T>(block, packs, window);
-  const bool is_full_512x2 =
-      kIs16Bit<T> && block == 512 && packs == 2 && fallback == StoreFallback::kElements;
+  const bool gated_512x2 = block == 512 && packs == 2 &&
+                           (std::is_same_v<T, float> || fallback == StoreFallback::kElements);
   return HasWholeRowsKernel<T>(block, packs, fallback) &&
-         (kIs16Bit<T> || block != 128 || last_pack_empty) && (full_512x2 || !is_full_512x2);
+         (kIs16Bit<T> || block != 128 || last_pack_empty) && (whole_512x2 || !gated_512x2);
 }
 // Whether this build has the whole-rows kernel: the planner's, or in the lab every shape's, but
 // kNone only where the planner has it.
@@ -784,8 +785,39 @@ inline bool NarrowDram(const CudaDeviceInfo& info) {
 // 14784 -0.5% / -0.3% to level (one), 16384 (the benchmark's rows) -0.3-0.6% / -0.6-0.7%.
 // Why the wider DRAM turns it at about 80 rows an SM, the H100's not, is not known.
 constexpr int64_t kWideDram512x2WholeMaxRowsPerSm = 64;
-inline bool Plans512x2WholeRows(bool narrow_dram, int64_t rows, int sm_count) {
-  return narrow_dram || rows <= kWideDram512x2WholeMaxRowsPerSm * sm_count;
+
+// float rows of 912-991 window packs (3648-3964 aligned columns, 89-97% of the shape) on 512 x 2
+// by the whole-rows kernel where the DRAM is wide (an H200), once there are 128 rows an SM,
+// instead of 256 x 4; Triton's kernel runs them on 512 threads of 8 values as well. (From 992
+// packs 512 x 2 takes the rows on any device, by the ragged kernel: PlanBlockRegisters.) Measured
+// on an H200 (tools/softmax_lab.cu, 2^27 / cols rows, registers=512x2/whole against the plan,
+// interleaved, 100 calls, two to five rounds; fractions of copy, softmax / log_softmax, Triton's
+// kernel in brackets): 3648 columns 0.987-0.988 -> 0.997 / 0.986-0.988 -> 0.994-0.998
+// (1.006-1.007), 3712 0.986-0.988 -> 1.000-1.002 / 0.985-0.986 -> 0.998-1.001 (1.005-1.007),
+// 3840 0.973-0.976 -> 0.991-0.994 / 0.973-0.977 -> 0.989-0.997 (0.990-0.993); less ahead at 3584
+// (896 packs: 0.987-0.989 -> 0.992-0.994 / 0.986-0.989 -> 0.991-0.993) and level with fewer rows
+// there, level at 3552, behind at 3520 (-0.3%) and 3456 (864 packs: 0.988-0.991 -> 0.980 /
+// 0.988-0.989 -> 0.979-0.981). At 3968-4000 columns (992-1000 packs) it ran 0.4-1.0% ahead of the
+// ragged 512 x 2 and at 4064-4096 0.3% behind to level, so those rows keep the ragged kernel.
+// Fewer rows (one round; softmax 3840 / log_softmax 3712): 25344 +0.7% / 21120 +0.7%, 16896 (128
+// an SM) +1.3% / +0.3%, 12672 - / -0.4%, 8448 -0.9% / -, 4224 -3.4% / -. Rows off a 16-byte
+// boundary lost on the ragged 512 x 2 (3583 columns 0.980 -> 0.952, 3711 0.977 -> 0.965) and keep
+// 256 x 4. An H100 keeps its own rule (kNarrowDramFloat512x2LeastPacks). (NOTES.md, item 93.)
+constexpr int64_t kWideDramFloat512x2LeastPacks = 912;
+constexpr int64_t kWideDramFloat512x2MostPacks = 991;
+constexpr int64_t kWideDramFloat512x2MinRowsPerSm = 128;
+
+// Whether 512 x 2's whole-rows kernel takes aligned rows of `window` packs (see above): float's
+// on a wide DRAM, in its range; the 16-bit types' full windows where the DRAM is narrow or the
+// rows are few. (The 16-bit windows that leave threads uneven always take it: kPack.)
+template <typename T>
+bool Plans512x2WholeRows(bool narrow_dram, int64_t rows, int sm_count, int64_t window) {
+  if constexpr (std::is_same_v<T, float>) {
+    return !narrow_dram && window >= kWideDramFloat512x2LeastPacks &&
+           window <= kWideDramFloat512x2MostPacks;
+  } else {
+    return narrow_dram || rows <= kWideDram512x2WholeMaxRowsPerSm * sm_count;
+  }
 }
 
 // Rows that start on 128-byte lines (row bytes a multiple of kLineBytes, x and y on a line,
@@ -871,6 +903,29 @@ constexpr int64_t k16BitPairsMinRowsPerSm = 256;
 // both (98304 rows: 0.988-0.990). On an H200 the 16-bit twin of this shape lost 6-9% (above), so
 // wider DRAM keeps the warp path. (NOTES.md, item 71.)
 constexpr int64_t kFloat128x1MinRowsPerSm = 512;
+
+// float rows of 129-191 window packs (516-764 aligned columns), which the warp path gives one warp
+// of 6 packs a lane, on two warps of 3 packs (64 x 3: as many slots) where the DRAM is wide (an
+// H200), once there are 512 rows an SM. Each thread's chain of loads, exps and stores is half
+// as long; 64-thread blocks still fill the SM (32 of them). Measured on an H200
+// (tools/softmax_lab.cu, 98304 rows, registers=64x3 against the warp path, interleaved, 100
+// calls, two rounds; fractions of copy, softmax / log_softmax; Triton's kernel, 128 threads of 2
+// packs, one round, in brackets): 520 columns 0.979-0.980 -> 0.985-0.986 / 0.978 -> 0.985-0.986
+// (0.882), 540 0.971-0.972 -> 0.978-0.979 / 0.970 -> 0.978-0.979, 560 0.981 -> 0.987 / 0.981-0.982
+// -> 0.987-0.988 (0.945), 600 0.977-0.978 -> 0.982 / 0.976-0.977 -> 0.982 (0.938), 640 0.985-0.987
+// -> 0.991-0.992 / 0.985 -> 0.991-0.992 (0.988), 700 0.970-0.972 -> 0.982-0.984 / 0.971-0.972 ->
+// 0.983-0.984 (0.982-0.983), 720 0.976-0.978 -> 0.983-0.986 / 0.977 -> 0.984-0.985 (0.990), 760
+// 0.978-0.980 -> 0.986-0.988 / 0.977-0.978 -> 0.988 (0.991), 764 0.977-0.981 -> 0.986-0.991 /
+// 0.976-0.978 -> 0.986-0.991. 96 x 2 (as many slots again) ran level with it from 560 columns and
+// 0.8-2.5% behind below. Fewer rows (softmax, 560 / 640 / 720 columns): 49152 rows +0.7% / +0.6% /
+// -0.9%, 33792 +0.5% / +0.2% / +0.2%, 16896 -0.5% / -1.5% / -0.2%, 8448 -0.7% to -1.7%. Rows off a
+// 16-byte boundary were level (521, 561, 763 columns: -0.2-0.1%) or ahead by 0.2-0.6% (639, 701,
+// 759) and keep the warp path. Rows of 125 packs (500 columns, the warp path's rung of 4 packs a
+// lane) measured 0.9% ahead too but, like the 4-pack rung's other rows, are left to it. An H100
+// was not measured. (NOTES.md, item 93.)
+constexpr int64_t kWideDramFloat64x3LeastPacks = 129;
+constexpr int64_t kWideDramFloat64x3MostPacks = 191;
+constexpr int64_t kWideDramFloat64x3MinRowsPerSm = 512;
 
 // float rows of 704-1024 window packs (2816-4096 columns) on 512 x 2, Triton's shape for them,
 // where the DRAM is narrow, once the launch has 48 waves of them (the rows of 992-1024 packs take
@@ -979,10 +1034,10 @@ inline bool BulkLoadRunsOn(const void* kernel, const CudaDeviceInfo& info) {
 
 // Fills `plan` for block_registers with `block` threads of `packs` packs each, or (block = 0)
 // with the shape whose range takes the window (kFloatShapes, k16BitShapes), or the one a rule
-// above gives it (16-bit rows of 120-128, 192-256 or 1792-2048 packs, float 512 x 2, 128 x 1,
-// 192 x 2, 224 x 2, 256 x 2, 1024 x 4, and 512 x 4 and 512 x 8 a little less full). False when no
-// shape takes the row, the shape does not hold it, or a thread would hold more than 32 values (1024
-// threads have 64 registers each).
+// above gives it (16-bit rows of 120-128, 192-256 or 1792-2048 packs, float 64 x 3, 128 x 1,
+// 192 x 2, 224 x 2, 256 x 2, 512 x 2, 1024 x 4, and 512 x 4 and 512 x 8 a little less full).
+// False when no shape takes the row, the shape does not hold it, or a thread would hold more than
+// 32 values (1024 threads have 64 registers each).
 //
 // The 16-bit shapes of 16 values a thread, in 32 registers, let 2048 threads share an SM:
 // 256 x 2 packs at 4096 cols 0.968-0.969x copy (block_smem 0.917-0.923) and 512 x 2 at 8192
@@ -1045,6 +1100,12 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
         block = 128;
         packs = 1;
       }
+      if (!narrow_dram && whole_rows && window >= kWideDramFloat64x3LeastPacks &&
+          window <= kWideDramFloat64x3MostPacks &&
+          rows >= kWideDramFloat64x3MinRowsPerSm * info.sm_count) {
+        block = 64;
+        packs = 3;
+      }
       if (narrow_dram && window > 256 && window <= kNarrowDramFloatPairsMostPacks &&
           rows >= kNarrowDramFloatPairsMinRowsPerSm * info.sm_count) {
         block = window < kNarrowDramFloat256x2LeastPacks ? 192 : 256;
@@ -1057,6 +1118,12 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
       if (!narrow_dram && window >= kWideDramFloat512x8LeastPacks && window < 3072) {
         block = 512;
         packs = 8;
+      }
+      if (!narrow_dram && whole_rows && window >= kWideDramFloat512x2LeastPacks &&
+          window <= kWideDramFloat512x2MostPacks &&
+          rows >= kWideDramFloat512x2MinRowsPerSm * info.sm_count) {
+        block = 512;
+        packs = 2;
       }
       if (!narrow_dram && window >= kWideDramFloat224x2LeastPacks<kAlgorithm> &&
           window <= kWideDramFloat224x2MostPacks &&
@@ -1076,9 +1143,11 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
     // 0.976-0.980 -> 0.994-0.996 at 32768 rows, 0.971 -> 0.987 at 16896, 0.978 -> 0.990 at
     // 65536, level at 8448, behind below: 0.99 -> 0.90 at 1056; 4000 columns 0.983 -> 0.998;
     // softmax and log_softmax alike) and behind it on rows that fill less (3600 columns 0.983
-    // -> 0.968; 3900 0.980 -> 0.987), on an H200; where the DRAM is narrow, from 704 packs
-    // (kNarrowDramFloat512x2LeastPacks). No other float shape gained from fewer values a thread
-    // on more threads (2048 columns on 256 x 2, 8192 on 1024 x 2, 16384 on 1024 x 4).
+    // -> 0.968; 3900 0.980 -> 0.987), on an H200, by the ragged kernel (by the whole-rows kernel
+    // the wide DRAM's aligned rows of 912-991 packs take 512 x 2 above); where the DRAM is
+    // narrow, from 704 packs (kNarrowDramFloat512x2LeastPacks). Full rows of other lengths did
+    // not gain from fewer values a thread on more threads (2048 columns on 256 x 2, 8192 on 1024
+    // x 2, 16384 on 1024 x 4).
     if constexpr (std::is_same_v<T, float>) {
       const bool full = 32 * window >= 31 * 1024;
       if (block == 256 && (full || (narrow_dram && window >= kNarrowDramFloat512x2LeastPacks))) {
@@ -1113,7 +1182,7 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
       const bool planned_whole =
           rows_kernel == RowsKernel::kPlanned &&
           PlansWholeRowsKernel<T>(kBlock, kPacks, window,
-                                  Plans512x2WholeRows(narrow_dram, rows, info.sm_count));
+                                  Plans512x2WholeRows<T>(narrow_dram, rows, info.sm_count, window));
       if (whole_rows && (rows_kernel == RowsKernel::kWhole || planned_whole)) {
         WithWholeRowsKernel<T, kBlock, kPacks>(
             WholeRowsFallback<T>(kBlock, kPacks, window), [&](auto fallback_tag) {
@@ -1190,6 +1259,7 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
     consider(std::integral_constant<int, 64>{}, std::integral_constant<int, 2>{});
   }
   if constexpr (std::is_same_v<T, float>) {
+    consider(std::integral_constant<int, 64>{}, std::integral_constant<int, 3>{});
     consider(std::integral_constant<int, 192>{}, std::integral_constant<int, 2>{});
     consider(std::integral_constant<int, 224>{}, std::integral_constant<int, 2>{});
     consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 4>{});
@@ -1201,7 +1271,9 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
   if constexpr (!std::is_same_v<T, float>) {
     consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 4>{});
   }
-  consider(std::integral_constant<int, 64>{}, std::integral_constant<int, 3>{});
+  if constexpr (!std::is_same_v<T, float>) {
+    consider(std::integral_constant<int, 64>{}, std::integral_constant<int, 3>{});
+  }
   consider(std::integral_constant<int, 64>{}, std::integral_constant<int, 6>{});
   consider(std::integral_constant<int, 256>{}, std::integral_constant<int, 8>{});
   consider(std::integral_constant<int, 96>{}, std::integral_constant<int, 2>{});
