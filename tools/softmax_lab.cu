@@ -45,8 +45,8 @@
 //               but double: the shape whose range of windows takes the row, if one does
 //   registers=BxN[/whole]   block_registers with B threads of N packs (/whole: by its kernel
 //               for rows of whole 16-byte packs, where the row is): 128x2, 128x4, 256x2, 256x4,
-//               512x2, 512x4, 512x8 or 1024x8, float's 192x2, 224x2 and 1024x4 (for the other
-//               dtypes the lab's), or the lab's 64x2, 64x3, 64x6, 96x2, 96x4, 128x1, 128x3,
+//               512x2, 512x4, 512x8 or 1024x8, float's 64x3, 192x2, 224x2 and 1024x4 (for the
+//               other dtypes the lab's), or the lab's 64x2, 64x3, 64x6, 96x2, 96x4, 128x1, 128x3,
 //               160x2, 160x3, 192x1, 256x1, 256x3, 256x8, 384x1, 512x1, 1024x1 or 1024x2 (at
 //               most 32 values a thread)
 //   rows=N      the warp path's rung with each group taking N (1, 2 or 4) rows at once (rungs
