@@ -909,9 +909,10 @@ constexpr int64_t kFloat128x1MinRowsPerSm = 512;
 // H200), once there are 512 rows an SM. Each thread's chain of loads, exps and stores is half
 // as long; 64-thread blocks still fill the SM (32 of them). Measured on an H200
 // (tools/softmax_lab.cu, 98304 rows, registers=64x3 against the warp path, interleaved, 100
-// calls, two rounds; fractions of copy, softmax / log_softmax; Triton's kernel, 128 threads of 2
-// packs, one round, in brackets): 520 columns 0.979-0.980 -> 0.985-0.986 / 0.978 -> 0.985-0.986
-// (0.882), 540 0.971-0.972 -> 0.978-0.979 / 0.970 -> 0.978-0.979, 560 0.981 -> 0.987 / 0.981-0.982
+// calls, two to four rounds; fractions of copy, softmax / log_softmax; Triton's kernel, 128
+// threads of 2 packs, two rounds, in brackets): 520 columns 0.979-0.980 -> 0.985-0.986 / 0.978 ->
+// 0.985-0.986 (0.882), 540 0.971-0.972 -> 0.978-0.979 / 0.970 -> 0.978-0.979, 560 0.981 -> 0.987 /
+// 0.981-0.982
 // -> 0.987-0.988 (0.945), 600 0.977-0.978 -> 0.982 / 0.976-0.977 -> 0.982 (0.938), 640 0.985-0.987
 // -> 0.991-0.992 / 0.985 -> 0.991-0.992 (0.988), 700 0.970-0.972 -> 0.982-0.984 / 0.971-0.972 ->
 // 0.983-0.984 (0.982-0.983), 720 0.976-0.978 -> 0.983-0.986 / 0.977 -> 0.984-0.985 (0.990), 760
