@@ -37,8 +37,9 @@ OPS = {"softmax": (F.softmax, softmax_ref), "log_softmax": (F.log_softmax, log_s
 
 # Row lengths reaching every warp rung of every dtype (16-byte packs: 8 halves, 4 floats, 2 doubles;
 # the rung is the first whose lanes x packs cover the row's whole packs, cols // pack, its edge
-# columns held beside them), every warp_tile rung (a row of W * K 32-bit words, K odd, takes W lanes
-# of the first of 9, 13, 17 and 25 words at or above K, if K >= 7: 16-bit rows of 2 * W * K columns,
+# columns held beside them, up to the rung's bound: the 16-bit types' 16 x 4 takes 33-48 packs),
+# every warp_tile rung (a row of W * K 32-bit words, K odd, takes W lanes of the first of 9, 13,
+# 17 and 25 words at or above K, if K >= 7: 16-bit rows of 2 * W * K columns,
 # float rows of W * K, for W = 1, 2, 4, 8; 14 columns reach the 7-word end), each block_registers
 # shape, float's (1000, 1025, 1534, 2100, 3072, 8192, 12345 and 32768 columns; 5800 and 10000 on
 # 512 threads where the DRAM is wide, a shared-memory path elsewhere) and the 16-bit
@@ -49,7 +50,8 @@ OPS = {"softmax": (F.softmax, softmax_ref), "log_softmax": (F.log_softmax, log_s
 # 64 threads up to 5120 columns, as half's 2100, 128 at 9000, 256 at 20000) and the online path
 # (float 65536 and past 90112 columns, 16-bit past 65536, double ~29k).
 COLS = [1, 2, 3, 5, 6, 9, 10, 12, 13, 14, 17, 18, 20, 25, 26, 31, 33, 34, 36, 50, 52, 64, 65, 68,
-        72, 96, 100, 104, 129, 136, 144, 200, 208, 254, 257, 272, 400, 506, 513, 1000, 1025, 1534,
+        72, 96, 100, 104, 129, 136, 144, 200, 208, 254, 257, 272, 300, 400, 506, 513, 1000, 1025,
+        1534,
         2100, 2500, 3072, 3300, 4000, 4097, 5000, 5800, 7500, 8192, 9000, 10000, 12345, 16384,
         20000, 32768,
         40001, 65536, 81920, 100003, 262144]  # fmt: skip
@@ -466,6 +468,40 @@ def test_float_rows_of_whole_packs_on_3_or_4_packs_a_lane_take_one_row_a_group(
         if offset == 0:
             assert f"warp: pack=4 {rung}thread_group_width=32 rows_per_access={rows} " in plan, \
                 plan
+
+
+# The 16-bit warp rungs a plan names, by lanes x packs a lane (and one row a group).
+WARP_16_BIT_RUNGS = {
+    "16x2": "cols_per_thread=16 thread_group_width=16 rows_per_access=2",
+    "16x4": "cols_per_thread=32 thread_group_width=16 rows_per_access=1",
+    "32x2": "cols_per_thread=16 thread_group_width=32 rows_per_access=2",
+    "32x2_one_row": "cols_per_thread=16 thread_group_width=32 rows_per_access=1",
+}
+
+
+@pytest.mark.parametrize("kind", list(OPS))
+@pytest.mark.parametrize("dtype", [oneflite.float16, oneflite.bfloat16], ids=lambda d: d.name)
+@pytest.mark.parametrize(
+    ("cols", "rung"),
+    [
+        (256, "16x2"),  # 32 packs
+        (264, "16x4"),  # 33
+        (300, "16x4"),  # 37 and edge columns
+        (384, "16x4"),  # 48
+        (385, "16x4"),  # 48 and an edge column
+        (392, "32x2"),  # 49
+        (448, "32x2_one_row"),  # 56
+    ],
+)
+def test_16_bit_rows_of_33_to_48_packs_take_16_lanes_of_4_packs(cols, rung, dtype, kind):
+    # The 16-bit types' warp ladder gives rows of 33-48 whole packs (264-384 columns, and their
+    # edge columns beside them) 16 lanes of 4 packs, one row a group of 16
+    # (k16BitWarp16x4MostPacks); shorter rows keep 16 x 2, longer ones 32 x 2. The trace
+    # reports the plan for aligned rows; the same rows one element off a 16-byte boundary are
+    # checked for their results. 301 rows: the last warp's second group has no row.
+    for offset, plan in _aligned_and_off_a_boundary(kind, dtype, 301, cols):
+        if offset == 0:
+            assert f"warp: pack=8 {WARP_16_BIT_RUNGS[rung]} " in plan, plan
 
 
 def _many_rows(kind: str, dtype: oneflite.dtype, cols: int, many: int):
@@ -1023,6 +1059,12 @@ def test_every_kernel_path_was_reached():
         pair = {oneflite.float32: 8, oneflite.float16: 16, oneflite.bfloat16: 16}.get(dtype)
         if pair and not any(f"cols_per_thread={pair} thread_group_width=16 " in p for p in plans):
             missing.append(f"{dtype.name}: warp 16 x 2 (cols_per_thread={pair} "
+                           "thread_group_width=16)")
+        # The 16-bit types take 16 x 4 (32 values a lane) below 32 x 2 (300 columns).
+        if dtype in (oneflite.float16, oneflite.bfloat16) and not any(
+            "cols_per_thread=32 thread_group_width=16 " in p for p in plans
+        ):
+            missing.append(f"{dtype.name}: warp 16 x 4 (cols_per_thread=32 "
                            "thread_group_width=16)")
         # A double warp row holds at most 256 columns, 8 values a lane: always two rows a step.
         for rows in (2,) if dtype == oneflite.float64 else (1, 2):

@@ -222,14 +222,31 @@ void LaunchBulkLoad(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t
   ONEFLITE_CUDA_CHECK_LAUNCH();
 }
 
+// The longest 16-bit row, in whole packs, that the warp ladder gives 16 lanes of 4 packs (two
+// rows a warp, one a group of 16) rather than 32 x 2 (two rows a group of 32, 2 packs of each a
+// lane). Both hold 4 packs a lane; 16 x 4 reduces each row over 4 butterfly steps, 8 shuffles for
+// the max and the sum of two rows, where 32 x 2 takes 20 for the same two rows over 5 steps. On
+// rows that fill its lanes up to three quarters (33-48 packs, 264-384 columns) that is much of a
+// row's work. Measured on an H200 (tools/softmax_lab.cu, warp=16x4 against the plan, 98304 rows,
+// two rounds; fractions of copy, softmax / log_softmax): half 264 columns 0.81 -> 0.88 / 0.80 ->
+// 0.87, 288 0.86 -> 0.93 / 0.86 -> 0.92, 300 (ragged) 0.82 -> 0.90 / 0.79 -> 0.90, 320 0.92 ->
+// 0.97 / 0.91 -> 0.96, 352 0.935 -> 0.965 / 0.93 -> 0.97, 384 0.975 -> 0.99 / 0.97 -> 0.99;
+// bfloat16 264 0.78 -> 0.85, 300 0.79 -> 0.88 / 0.78 -> 0.87, 320 0.89 -> 0.95 / 0.89 -> 0.94,
+// 384 0.94 -> 0.98 / 0.96 -> 0.99; rows off a 16-byte boundary (half 265-385) +3-9%, and 8448
+// rows (64 an SM) +2-3.5%. From 52 packs (416 columns) 32 x 2 was level or ahead (half 0.7% at
+// 416, 0.5-1% at 448-512), and its rows of 56 packs or more take one row a group. float and
+// double keep 32 x 2 (not measured). (NOTES.md, item 94.)
+constexpr int k16BitWarp16x4MostPacks = 48;
+
 // The warp ladder, shortest rows first. Rungs below 32 lanes hold one pack per lane, except
 // float's 8 x 2, which takes rows of 9-16 packs (33-64 columns) in place of 16 x 1, and 16 x 2,
-// which takes rows of 17-32 packs in place of 32 x 1 for every dtype but double (kWarpShapeFor);
-// with 32 lanes the packs per lane grow in steps that keep the padding small. A dtype uses the
-// rungs that keep its row within 64 registers a lane (half: 2048 cols), 96 for bfloat16 (3072
-// cols; 138 registers in all, no spills), 24 for float (768 cols: longer float rows fill a
-// block_registers shape, kFloatShapes), or 16 for double (256 cols), whose exp needs many
-// registers of its own (kWarpLaneBytes).
+// which takes rows of 17-32 packs in place of 32 x 1 for every dtype but double (kWarpShapeFor),
+// and the 16-bit types' 16 x 4 for rows of 33-48 packs (k16BitWarp16x4MostPacks); with 32 lanes the
+// packs per lane grow in steps that keep the padding small. A dtype uses the rungs that keep its
+// row within 64 registers a lane (half: 2048 cols), 96 for bfloat16 (3072 cols; 138 registers in
+// all, no spills), 24 for float (768 cols: longer float rows fill a block_registers shape,
+// kFloatShapes), or 16 for double (256 cols), whose exp needs many registers of its own
+// (kWarpLaneBytes).
 template <typename Fn>
 void ForEachWarpShape(Fn&& fn) {
   fn(WarpShape<1, 1>{});
@@ -240,6 +257,7 @@ void ForEachWarpShape(Fn&& fn) {
   fn(WarpShape<16, 1>{});
   fn(WarpShape<16, 2>{});
   fn(WarpShape<32, 1>{});
+  fn(WarpShape<16, 4, kPackBytes, 0, k16BitWarp16x4MostPacks>{});
   // 32 x 2 twice: two rows a group (kWarpRows) for rows of up to 55 packs, one row for rows
   // that fill 7/8 of the rung or more. One row measured (tools/softmax_lab.cu, rows=1, H200;
   // softmax / log_softmax, fractions of copy): float 256 columns 0.965 -> 0.986 / 0.970 ->
@@ -288,11 +306,14 @@ constexpr bool kWarpShapeFits =
 template <typename Shape, int kWidth, int kPacks>
 constexpr bool kIsRung = Shape::width == kWidth && Shape::packs == kPacks;
 
+// 16 x 4 below 32 x 2: only the 16-bit types take it (k16BitWarp16x4MostPacks).
 template <typename T, typename Shape>
 constexpr bool kWarpShapeSkipped =
-    std::is_same_v<T, float>    ? kIsRung<Shape, 16, 1> || kIsRung<Shape, 32, 1>
-    : std::is_same_v<T, double> ? kIsRung<Shape, 8, 2> || kIsRung<Shape, 16, 2>
-                                : kIsRung<Shape, 8, 2> || kIsRung<Shape, 32, 1>;
+    std::is_same_v<T, float>
+        ? kIsRung<Shape, 16, 1> || kIsRung<Shape, 32, 1> || kIsRung<Shape, 16, 4>
+    : std::is_same_v<T, double>
+        ? kIsRung<Shape, 8, 2> || kIsRung<Shape, 16, 2> || kIsRung<Shape, 16, 4>
+        : kIsRung<Shape, 8, 2> || kIsRung<Shape, 32, 1>;
 
 // Whether dtype T climbs rung Shape.
 template <typename T, typename Shape>
