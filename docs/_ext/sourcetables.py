@@ -25,8 +25,9 @@ SOURCE = "cuda/ep/primitive/softmax_{common,warp,plan}.cuh"
 PACK_BYTES = re.compile(r"constexpr int kPackBytes = (\d+);")
 LADDER = re.compile(r"void ForEachWarpShape\(Fn&& fn\) \{(?P<body>.*?)\n\}", re.S)
 # A rung: WarpShape<lanes, packs> of 16-byte packs (rows per group from kWarpRows), or
-# WarpShape<lanes, packs, kPackBytes, rows, most packs> (rows 0: from kWarpRows).
-RUNG = re.compile(r"fn\(WarpShape<(\d+),\s*(\d+)(?:,\s*kPackBytes(?:,\s*(\d+)(?:,\s*(\d+))?)?)?>"
+# WarpShape<lanes, packs, kPackBytes, rows, most packs> (rows 0: from kWarpRows; most packs a
+# number or a constant's name).
+RUNG = re.compile(r"fn\(WarpShape<(\d+),\s*(\d+)(?:,\s*kPackBytes(?:,\s*(\d+)(?:,\s*(\w+))?)?)?>"
                   r"\{\}\);")
 # Rows per group: `kPacks * PackSize<T, kBytes>::value <= N ? A : B` (a lane's share of the row).
 ROWS = re.compile(r"kWarpRows\s*=\s*kPacks\s*\*\s*PackSize<T(?:,\s*kBytes)?>::value\s*<=\s*(\d+)"
@@ -92,6 +93,16 @@ def read_whole_alone(text: str) -> tuple[str, int, set[int]] | None:
     return (m.group(1), int(m.group(2)), packs) if packs else None
 
 
+def _constant(text: str, value: str) -> int:
+    """A number, or the value of the `constexpr int` of that name."""
+    if value.isdigit():
+        return int(value)
+    m = re.search(rf"constexpr int {re.escape(value)} = (\d+);", text)
+    if m is None:
+        raise ValueError(f"{SOURCE}: can't read {value}")
+    return int(m.group(1))
+
+
 def read_ladder(
     text: str,
 ) -> tuple[int, list[tuple[int, int, Any, int]], dict[str, int], dict[str, set[tuple[int, int]]],
@@ -115,10 +126,14 @@ def read_ladder(
         raise ValueError(f"{SOURCE}: can't read kWarpRows")
     limit, few, many = (int(v) for v in rows_rule.groups())
     rungs: list[tuple[int, int, Any, int]] = []
-    for m in RUNG.finditer(ladder.group("body")):
+    body = ladder.group("body")
+    matches = list(RUNG.finditer(body))
+    if len(matches) != body.count("fn(WarpShape<"):
+        raise ValueError(f"{SOURCE}: a ForEachWarpShape rung is not of a form the table reads")
+    for m in matches:
         lanes, packs = int(m.group(1)), int(m.group(2))
         rows = int(m.group(3) or 0)
-        most = int(m.group(4) or 0) or lanes * packs
+        most = _constant(text, m.group(4) or "0") or lanes * packs
         rungs.append((lanes, packs, rows or (lambda values, most=limit, a=few, b=many:
                                              a if values <= most else b), most))
     if not rungs:

@@ -233,9 +233,10 @@ void LaunchBulkLoad(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t
 // 0.97 / 0.91 -> 0.96, 352 0.935 -> 0.965 / 0.93 -> 0.97, 384 0.975 -> 0.99 / 0.97 -> 0.99;
 // bfloat16 264 0.78 -> 0.85, 300 0.79 -> 0.88 / 0.78 -> 0.87, 320 0.89 -> 0.95 / 0.89 -> 0.94,
 // 384 0.94 -> 0.98 / 0.96 -> 0.99; rows off a 16-byte boundary (half 265-385) +3-9%, and 8448
-// rows (64 an SM) +2-3.5%. From 52 packs (416 columns) 32 x 2 was level or ahead (half 0.7% at
-// 416, 0.5-1% at 448-512), and its rows of 56 packs or more take one row a group. float and
-// double keep 32 x 2 (not measured). (NOTES.md, item 94.)
+// rows (64 an SM) +2-3.5%. Past 48 packs it was mixed (half 0.4-1.2% behind at 392-416,
+// bfloat16 0.7% behind to 1.1% ahead) and from 56 packs, where 32 x 2 takes one row a group, level
+// to 1.8% behind. float keeps 32 x 2 (16 x 4 was ahead at two lengths of 33-64 packs, behind at
+// six) and so does double (not measured). (NOTES.md, item 94.)
 constexpr int k16BitWarp16x4MostPacks = 48;
 
 // The warp ladder, shortest rows first. Rungs below 32 lanes hold one pack per lane, except
