@@ -51,10 +51,8 @@ OPS = {"softmax": (F.softmax, softmax_ref), "log_softmax": (F.log_softmax, log_s
 # (float 65536 and past 90112 columns, 16-bit past 65536, double ~29k).
 COLS = [1, 2, 3, 5, 6, 9, 10, 12, 13, 14, 17, 18, 20, 25, 26, 31, 33, 34, 36, 50, 52, 64, 65, 68,
         72, 96, 100, 104, 129, 136, 144, 200, 208, 254, 257, 272, 300, 400, 506, 513, 1000, 1025,
-        1534,
-        2100, 2500, 3072, 3300, 4000, 4097, 5000, 5800, 7500, 8192, 9000, 10000, 12345, 16384,
-        20000, 32768,
-        40001, 65536, 81920, 100003, 262144]  # fmt: skip
+        1534, 2100, 2500, 3072, 3300, 4000, 4097, 5000, 5800, 7500, 8192, 9000, 10000, 12345, 16384,
+        20000, 32768, 40001, 65536, 81920, 100003, 262144]  # fmt: skip
 TILE_WIDTHS = (1, 2, 4, 8)
 TILE_WORDS = (9, 13, 17, 25)
 
@@ -996,6 +994,15 @@ def test_permutes_of_many_unmergeable_dims_are_correct_or_not_implemented(ndim):
         assert_close(to_float64(y), softmax_ref(stored, 0), oneflite.float32)
 
 
+# The warp rungs test_every_kernel_path_was_reached expects of some dtypes only: (lanes, values
+# a lane).
+WARP_RUNGS_OF_SOME = {
+    oneflite.float32: ((8, 8), (16, 8)),
+    oneflite.float16: ((16, 16), (16, 32)),
+    oneflite.bfloat16: ((16, 16), (16, 32)),
+}
+
+
 def test_every_kernel_path_was_reached():
     if len(LAUNCHES) < EXPECTED_LAUNCHES:
         pytest.skip("runs after the whole of test_softmax_kernel_path_matches_the_reference")
@@ -1047,25 +1054,16 @@ def test_every_kernel_path_was_reached():
         for path in expected:
             if path not in paths:
                 missing.append(f"{dtype.name}: {path}")
-        # float takes 8 lanes x 2 packs (8 values a lane) where the others take 16 x 1, and all
-        # but double take 16 x 2 where double takes 32 x 1.
         for width in (1, 2, 4, 8, 16, 32):
             if width not in widths:
                 missing.append(f"{dtype.name}: warp thread_group_width={width}")
-        if dtype == oneflite.float32 and not any(
-            "cols_per_thread=8 thread_group_width=8" in p for p in plans
-        ):
-            missing.append("float32: warp 8 x 2 (cols_per_thread=8 thread_group_width=8)")
-        pair = {oneflite.float32: 8, oneflite.float16: 16, oneflite.bfloat16: 16}.get(dtype)
-        if pair and not any(f"cols_per_thread={pair} thread_group_width=16 " in p for p in plans):
-            missing.append(f"{dtype.name}: warp 16 x 2 (cols_per_thread={pair} "
-                           "thread_group_width=16)")
-        # The 16-bit types take 16 x 4 (32 values a lane) below 32 x 2 (300 columns).
-        if dtype in (oneflite.float16, oneflite.bfloat16) and not any(
-            "cols_per_thread=32 thread_group_width=16 " in p for p in plans
-        ):
-            missing.append(f"{dtype.name}: warp 16 x 4 (cols_per_thread=32 "
-                           "thread_group_width=16)")
+        # The rungs only some dtypes take, as (lanes, values a lane): float 8 x 2 where the others
+        # take 16 x 1; all but double 16 x 2 where double takes 32 x 1; the 16-bit types 16 x 4
+        # below 32 x 2 (300 columns).
+        for lanes, values in WARP_RUNGS_OF_SOME.get(dtype, ()):
+            if not any(f"cols_per_thread={values} thread_group_width={lanes} " in p for p in plans):
+                missing.append(f"{dtype.name}: warp cols_per_thread={values} "
+                               f"thread_group_width={lanes}")
         # A double warp row holds at most 256 columns, 8 values a lane: always two rows a step.
         for rows in (2,) if dtype == oneflite.float64 else (1, 2):
             if rows not in rows_per_access:

@@ -928,24 +928,23 @@ constexpr int64_t kFloat128x1MinRowsPerSm = 512;
 
 // float rows of 129-191 window packs (516-764 aligned columns), which the warp path gives one warp
 // of 6 packs a lane, on two warps of 3 packs (64 x 3: as many slots) where the DRAM is wide (an
-// H200), once there are 512 rows an SM. Each thread's chain of loads, exps and stores is half
-// as long; 64-thread blocks still fill the SM (32 of them). Measured on an H200
-// (tools/softmax_lab.cu, 98304 rows, registers=64x3 against the warp path, interleaved, 100
-// calls, two to four rounds; fractions of copy, softmax / log_softmax; Triton's kernel, 128
-// threads of 2 packs, two rounds, in brackets): 520 columns 0.979-0.980 -> 0.985-0.986 / 0.978 ->
-// 0.985-0.986 (0.882), 540 0.971-0.972 -> 0.978-0.979 / 0.970 -> 0.978-0.979, 560 0.981 -> 0.987 /
-// 0.981-0.982
-// -> 0.987-0.988 (0.945), 600 0.977-0.978 -> 0.982 / 0.976-0.977 -> 0.982 (0.938), 640 0.985-0.987
-// -> 0.991-0.992 / 0.985 -> 0.991-0.992 (0.988), 700 0.970-0.972 -> 0.982-0.984 / 0.971-0.972 ->
-// 0.983-0.984 (0.982-0.983), 720 0.976-0.978 -> 0.983-0.986 / 0.977 -> 0.984-0.985 (0.990), 760
-// 0.978-0.980 -> 0.986-0.988 / 0.977-0.978 -> 0.988 (0.991), 764 0.977-0.981 -> 0.986-0.991 /
-// 0.976-0.978 -> 0.986-0.991. 96 x 2 (as many slots again) ran level with it from 560 columns and
-// 0.8-2.5% behind below. Fewer rows (softmax, 560 / 640 / 720 columns): 49152 rows +0.7% / +0.6% /
-// -0.9%, 33792 +0.5% / +0.2% / +0.2%, 16896 -0.5% / -1.5% / -0.2%, 8448 -0.7% to -1.7%. Rows off a
-// 16-byte boundary were level (521, 561, 763 columns: -0.2-0.1%) or ahead by 0.2-0.6% (639, 701,
-// 759) and keep the warp path. Rows of 125 packs (500 columns, the warp path's rung of 4 packs a
-// lane) measured 0.9% ahead too but, like the 4-pack rung's other rows, are left to it. An H100
-// was not measured. (NOTES.md, item 93.)
+// H200), once there are 512 rows an SM. Each thread's chain of loads, exps and stores is half as
+// long; 64-thread blocks still fill the SM (32 of them). Measured on an H200 (tools/softmax_lab.cu,
+// 98304 rows, registers=64x3 against the warp path, interleaved, 100 calls, two to four rounds;
+// fractions of copy, softmax / log_softmax; Triton's kernel, 128 threads of 2 packs, two rounds, in
+// brackets): 520 columns 0.979-0.980 -> 0.985-0.986 / 0.978 -> 0.985-0.986 (0.882), 540 0.971-0.972
+// -> 0.978-0.979 / 0.970 -> 0.978-0.979, 560 0.981 -> 0.987 / 0.981-0.982 -> 0.987-0.988 (0.945),
+// 600 0.977-0.978 -> 0.982 / 0.976-0.977 -> 0.982 (0.938), 640 0.985-0.987 -> 0.991-0.992 / 0.985
+// -> 0.991-0.992 (0.988), 700 0.970-0.972 -> 0.982-0.984 / 0.971-0.972 -> 0.983-0.984
+// (0.982-0.983), 720 0.976-0.978 -> 0.983-0.986 / 0.977 -> 0.984-0.985 (0.990), 760 0.978-0.980 ->
+// 0.986-0.988 / 0.977-0.978 -> 0.988 (0.991), 764 0.977-0.981 -> 0.986-0.991 / 0.976-0.978 ->
+// 0.986-0.991. 96 x 2 (as many slots again) ran level with it from 560 columns and 0.8-2.5% behind
+// below. Fewer rows (softmax, 560 / 640 / 720 columns): 49152 rows +0.7% / +0.6% / -0.9%, 33792
+// +0.5% / +0.2% / +0.2%, 16896 -0.5% / -1.5% / -0.2%, 8448 -0.7% to -1.7%. Rows off a 16-byte
+// boundary were level (521, 561, 763 columns: -0.2-0.1%) or ahead by 0.2-0.6% (639, 701, 759) and
+// keep the warp path. Rows of 125 packs (500 columns, the warp path's rung of 4 packs a lane)
+// measured 0.9% ahead too but, like the 4-pack rung's other rows, are left to it. An H100 was not
+// measured. (NOTES.md, item 93.)
 constexpr int64_t kWideDramFloat64x3LeastPacks = 129;
 constexpr int64_t kWideDramFloat64x3MostPacks = 191;
 constexpr int64_t kWideDramFloat64x3MinRowsPerSm = 512;
