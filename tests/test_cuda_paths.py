@@ -37,9 +37,9 @@ OPS = {"softmax": (F.softmax, softmax_ref), "log_softmax": (F.log_softmax, log_s
 
 # Row lengths reaching every warp rung of every dtype (16-byte packs: 8 halves, 4 floats, 2 doubles;
 # the rung is the first whose lanes x packs cover the row's whole packs, cols // pack, its edge
-# columns held beside them, up to the rung's bound: the 16-bit types' 16 x 4 takes 33-48 packs),
-# every warp_tile rung (a row of W * K 32-bit words, K odd, takes W lanes of the first of 9, 13,
-# 17 and 25 words at or above K, if K >= 7: 16-bit rows of 2 * W * K columns,
+# columns held beside them, up to the rung's bound: the 16-bit types' 8 x 4 and 16 x 4 take 17-20
+# and 33-48 packs), every warp_tile rung (a row of W * K 32-bit words, K odd, takes W lanes of the
+# first of 9, 13, 17 and 25 words at or above K, if K >= 7: 16-bit rows of 2 * W * K columns,
 # float rows of W * K, for W = 1, 2, 4, 8; 14 columns reach the 7-word end), each block_registers
 # shape, float's (1000, 1025, 1534, 2100, 3072, 8192, 12345 and 32768 columns; 5800 and 10000 on
 # 512 threads where the DRAM is wide, a shared-memory path elsewhere) and the 16-bit
@@ -50,9 +50,9 @@ OPS = {"softmax": (F.softmax, softmax_ref), "log_softmax": (F.log_softmax, log_s
 # 64 threads up to 5120 columns, as half's 2100, 128 at 9000, 256 at 20000) and the online path
 # (float 65536 and past 90112 columns, 16-bit past 65536, double ~29k).
 COLS = [1, 2, 3, 5, 6, 9, 10, 12, 13, 14, 17, 18, 20, 25, 26, 31, 33, 34, 36, 50, 52, 64, 65, 68,
-        72, 96, 100, 104, 129, 136, 144, 200, 208, 254, 257, 272, 300, 400, 506, 513, 1000, 1025,
-        1534, 2100, 2500, 3072, 3300, 4000, 4097, 5000, 5800, 7500, 8192, 9000, 10000, 12345, 16384,
-        20000, 32768, 40001, 65536, 81920, 100003, 262144]  # fmt: skip
+        72, 96, 100, 104, 129, 136, 144, 150, 200, 208, 254, 257, 272, 300, 400, 506, 513, 1000,
+        1025, 1534, 2100, 2500, 3072, 3300, 4000, 4097, 5000, 5800, 7500, 8192, 9000, 10000, 12345,
+        16384, 20000, 32768, 40001, 65536, 81920, 100003, 262144]  # fmt: skip
 TILE_WIDTHS = (1, 2, 4, 8)
 TILE_WORDS = (9, 13, 17, 25)
 
@@ -470,6 +470,8 @@ def test_float_rows_of_whole_packs_on_3_or_4_packs_a_lane_take_one_row_a_group(
 
 # The 16-bit warp rungs a plan names, by lanes x packs a lane (and one row a group).
 WARP_16_BIT_RUNGS = {
+    "16x1": "cols_per_thread=8 thread_group_width=16 rows_per_access=2",
+    "8x4": "cols_per_thread=32 thread_group_width=8 rows_per_access=1",
     "16x2": "cols_per_thread=16 thread_group_width=16 rows_per_access=2",
     "16x4": "cols_per_thread=32 thread_group_width=16 rows_per_access=1",
     "32x2": "cols_per_thread=16 thread_group_width=32 rows_per_access=2",
@@ -482,7 +484,12 @@ WARP_16_BIT_RUNGS = {
 @pytest.mark.parametrize(
     ("cols", "rung"),
     [
-        (256, "16x2"),  # 32 packs
+        (128, "16x1"),  # 16 packs
+        (137, "8x4"),  # 17 and an edge column
+        (160, "8x4"),  # 20
+        (167, "8x4"),  # 20 and edge columns
+        (169, "16x2"),  # 21 and an edge column
+        (256, "16x2"),  # 32
         (264, "16x4"),  # 33
         (300, "16x4"),  # 37 and edge columns
         (384, "16x4"),  # 48
@@ -491,10 +498,11 @@ WARP_16_BIT_RUNGS = {
         (448, "32x2_one_row"),  # 56
     ],
 )
-def test_16_bit_rows_of_33_to_48_packs_take_16_lanes_of_4_packs(cols, rung, dtype, kind):
-    # The 16-bit types' warp ladder gives rows of 33-48 whole packs (264-384 columns, and their
-    # edge columns beside them) 16 lanes of 4 packs, one row a group of 16
-    # (k16BitWarp16x4MostPacks); shorter rows keep 16 x 2, longer ones 32 x 2. The trace
+def test_16_bit_rows_take_the_4_pack_rungs_below_16_and_32_lanes(cols, rung, dtype, kind):
+    # The 16-bit types' warp ladder gives rows of 17-20 whole packs (136-167 columns, their edge
+    # columns beside them) 8 lanes of 4 packs, one row a group of 8 (k16BitWarp8x4MostPacks),
+    # and rows of 33-48 (264-391 columns) 16 lanes of 4 packs, one row a group of 16
+    # (k16BitWarp16x4MostPacks); rows of 21-32 packs keep 16 x 2, of 49-64 32 x 2. The trace
     # reports the plan for aligned rows; the same rows one element off a 16-byte boundary are
     # checked for their results. 301 rows: the last warp's second group has no row.
     for offset, plan in _aligned_and_off_a_boundary(kind, dtype, 301, cols):
@@ -998,8 +1006,8 @@ def test_permutes_of_many_unmergeable_dims_are_correct_or_not_implemented(ndim):
 # a lane).
 WARP_RUNGS_OF_SOME = {
     oneflite.float32: ((8, 8), (16, 8)),
-    oneflite.float16: ((16, 16), (16, 32)),
-    oneflite.bfloat16: ((16, 16), (16, 32)),
+    oneflite.float16: ((16, 16), (8, 32), (16, 32)),
+    oneflite.bfloat16: ((16, 16), (8, 32), (16, 32)),
 }
 
 
@@ -1058,8 +1066,8 @@ def test_every_kernel_path_was_reached():
             if width not in widths:
                 missing.append(f"{dtype.name}: warp thread_group_width={width}")
         # The rungs only some dtypes take, as (lanes, values a lane): float 8 x 2 where the others
-        # take 16 x 1; all but double 16 x 2 where double takes 32 x 1; the 16-bit types 16 x 4
-        # below 32 x 2 (300 columns).
+        # take 16 x 1; all but double 16 x 2 where double takes 32 x 1; the 16-bit types 8 x 4
+        # and 16 x 4 below 16 x 2 and 32 x 2 (150 and 300 columns).
         for lanes, values in WARP_RUNGS_OF_SOME.get(dtype, ()):
             if not any(f"cols_per_thread={values} thread_group_width={lanes} " in p for p in plans):
                 missing.append(f"{dtype.name}: warp cols_per_thread={values} "
