@@ -222,15 +222,17 @@ void LaunchBulkLoad(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t
   ONEFLITE_CUDA_CHECK_LAUNCH();
 }
 
-// The longest 16-bit row, in whole packs, that the warp ladder gives 8 lanes of 4 packs (four
-// rows a warp, one a group of 8) rather than 16 x 2 (two rows a group of 16, 2 packs of each a
-// lane): as k16BitWarp16x4MostPacks, one rung down. Measured on an H200 (tools/softmax_lab.cu,
-// warp=8x4 against the plan, 98304 rows, two rounds; fractions of copy, softmax, half /
-// bfloat16, log_softmax alike or more): 137 columns +3.1% / +1.6%, 141 +6.7% / +3.7%, 150 +6.7%
-// / +4.9%, 153 +2.2% / +1.3%, 160 (20 whole packs) 0.937 -> 0.951 / 0.88 -> 0.915, 161 +1.2% /
-// +1.1%, 166 +2.4% / +3.3%; from 21 packs smaller gains, and rows of 8k + 1 columns 1-2.5%
-// behind (169-193). float keeps 16 x 2 (0.1-9% behind on 8 x 4 at 68-128 columns), double
-// too (not measured). (NOTES.md, item 95.)
+// The longest 16-bit row, in whole packs, that the warp ladder gives 8 lanes of 4 packs (four rows
+// a warp, one a group of 8) rather than 16 x 2 (two rows a group of 16, 2 packs of each a lane):
+// k16BitWarp16x4MostPacks' trade one rung down. A warp's four rows take 6 shuffles a lane for their
+// max and sum (3 butterfly steps), where 16 x 2 takes 16 for the same four rows (4 steps, two rows
+// a group). Measured on an H200 (tools/softmax_lab.cu, warp=8x4 against the plan, 98304 rows, two
+// rounds; fractions of copy, softmax, half / bfloat16, log_softmax alike or more): 137 columns
+// +3.1% / +1.6%, 141 +6.7% / +3.7%, 150 +6.7% / +4.9%, 153 +2.2% / +1.3%, 160 (20 whole packs)
+// 0.937 -> 0.951 / 0.88 -> 0.915, 161 +1.2% / +1.1%, 166 +2.4% / +3.3%. From 21 packs the gains
+// shrink to 0-3% and rows of 8k + 1 columns run level or 1-2.5% behind (169, 177, 185, 193), so
+// longer rows keep 16 x 2. float keeps 16 x 2 too (0.1-9% behind on 8 x 4 at 68-128 columns), and
+// so does double (not measured). (NOTES.md, item 95.)
 constexpr int k16BitWarp8x4MostPacks = 20;
 
 // The longest 16-bit row, in whole packs, that the warp ladder gives 16 lanes of 4 packs (two
@@ -253,11 +255,11 @@ constexpr int k16BitWarp16x4MostPacks = 48;
 // The warp ladder, shortest rows first. Rungs below 32 lanes hold one pack per lane, except
 // float's 8 x 2, which takes rows of 9-16 packs (33-64 columns) in place of 16 x 1, and 16 x 2,
 // which takes rows of 17-32 packs in place of 32 x 1 for every dtype but double (kWarpShapeFor),
-// and the 16-bit types' 8 x 4 for rows of 17-20 packs and 16 x 4 for rows of 33-48
-// (k16BitWarp8x4MostPacks, k16BitWarp16x4MostPacks); with 32 lanes the
-// packs per lane grow in steps that keep the padding small. A dtype uses the rungs that keep its
-// row within 64 registers a lane (half: 2048 cols), 96 for bfloat16 (3072 cols; 138 registers in
-// all, no spills), 24 for float (768 cols: longer float rows fill a block_registers shape,
+// and the 16-bit types' 8 x 4 and 16 x 4 for rows of 17-20 and 33-48 packs
+// (k16BitWarp8x4MostPacks, k16BitWarp16x4MostPacks); with 32 lanes the packs per lane grow in
+// steps that keep the padding small. A dtype uses the rungs that keep its row within 64
+// registers a lane (half: 2048 cols), 96 for bfloat16 (3072 cols; 138 registers in all, no
+// spills), 24 for float (768 cols: longer float rows fill a block_registers shape,
 // kFloatShapes), or 16 for double (256 cols), whose exp needs many registers of its own
 // (kWarpLaneBytes).
 template <typename Fn>
