@@ -229,10 +229,11 @@ void LaunchBulkLoad(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t
 // a group). Measured on an H200 (tools/softmax_lab.cu, warp=8x4 against the plan, 98304 rows, two
 // rounds; fractions of copy, softmax, half / bfloat16, log_softmax alike or more): 137 columns
 // +3.1% / +1.6%, 141 +6.7% / +3.7%, 150 +6.7% / +4.9%, 153 +2.2% / +1.3%, 160 (20 whole packs)
-// 0.937 -> 0.951 / 0.88 -> 0.915, 161 +1.2% / +1.1%, 166 +2.4% / +3.3%. From 21 packs the gains
-// shrink to 0-3% and rows of 8k + 1 columns run level or 1-2.5% behind (169, 177, 185, 193), so
-// longer rows keep 16 x 2. float keeps 16 x 2 too (0.1-9% behind on 8 x 4 at 68-128 columns), and
-// so does double (not measured). (NOTES.md, item 95.)
+// 0.937 -> 0.951 / 0.88 -> 0.915, 161 +1.2% / +1.1%, 166 +2.4% / +3.3%. Past 20 packs it was mixed:
+// at 21-22 packs rows of 8k + 1 columns ran -1.0% to +1.2% (169, 177) while the others gained up to
+// 4.5%, and at 23-24 packs only whole packs and 8k + 4 gained (0.3-3.2%), the others level or up to
+// 1.9% behind; so longer rows keep 16 x 2. float keeps 16 x 2 too (0.1-9% behind on 8 x 4 at 68-128
+// columns), and so does double (not measured). (NOTES.md, item 95.)
 constexpr int k16BitWarp8x4MostPacks = 20;
 
 // The longest 16-bit row, in whole packs, that the warp ladder gives 16 lanes of 4 packs (two
