@@ -12,6 +12,7 @@ from __future__ import annotations
 import filecmp
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -127,3 +128,68 @@ def test_html_build_is_warning_free(tmp_path: Path, request: pytest.FixtureReque
     )
     assert build.returncode == 0, build.stdout + build.stderr
     assert (tmp_path / "html" / "callchain" / "index.html").exists()
+
+
+LITERALINCLUDE = re.compile(
+    r"```\{literalinclude\} (?P<path>\S+)\n(?P<options>(?::[\w-]+:.*\n)*)```")
+
+
+def _first_line(lines: list[str], marker: str, after: int, where: str) -> int:
+    hits = [i for i, line in enumerate(lines) if i >= after and marker in line]
+    assert hits, f"{where}: {marker!r} is not there (from line {after + 1})"
+    return hits[0]
+
+
+def _included_lines(page: Path) -> list[tuple[Path, range, str]]:
+    """(source file, 0-based line range, markers) of each of a page's literalincludes, resolved as
+    Sphinx does: from the first line holding start-at (or after start-after) up to the next one
+    holding end-before (or through end-at)."""
+    found = []
+    for m in LITERALINCLUDE.finditer(page.read_text(encoding="utf-8")):
+        source = (page.parent / m.group("path")).resolve()
+        options = {k: v.strip().strip("\"'")
+                   for k, v in re.findall(r"^:([\w-]+):(.*)$", m.group("options"), re.M)}
+        lines = source.read_text(encoding="utf-8").split("\n")
+        where = f"{_id(page)}, {m.group('path')}"
+        start, end = 0, len(lines)
+        if "start-at" in options:
+            start = _first_line(lines, options["start-at"], 0, where)
+        if "start-after" in options:
+            start = _first_line(lines, options["start-after"], 0, where) + 1
+        if "end-before" in options:
+            end = _first_line(lines, options["end-before"], start + 1, where)
+        if "end-at" in options:
+            end = _first_line(lines, options["end-at"], start, where) + 1
+        markers = (f"{options.get('start-at', options.get('start-after', ''))!r} .. "
+                   f"{options.get('end-before', options.get('end-at', ''))!r}")
+        found.append((source, range(start, end), markers))
+    return found
+
+
+def _overlap_in_part(a: range, b: range) -> bool:
+    shared = max(a.start, b.start) < min(a.stop, b.stop)
+    nested = (a.start <= b.start and b.stop <= a.stop) or (b.start <= a.start and a.stop <= b.stop)
+    return shared and not nested
+
+
+def test_excerpts_of_a_source_file_nest_or_stay_apart() -> None:
+    # An excerpt whose end marker moved, or was first written wrong, runs on into the code
+    # another page shows: the warp_tile page once showed 580 lines of block_registers' planner
+    # after its own 80. One page may show a part of what another shows whole (block_online the
+    # end of the decision function), but two excerpts that share lines and each run past the
+    # other's end are one of them overrunning.
+    excerpts = [(page, *found) for page in PAGES for found in _included_lines(page)]
+    assert len(excerpts) > 20, "the literalinclude blocks were not found"
+    clashes = [
+        f"{_id(a)} {ma} and {_id(b)} {mb} share lines of {sa.name} "
+        f"({max(ra.start, rb.start) + 1}-{min(ra.stop, rb.stop)})"
+        for i, (a, sa, ra, ma) in enumerate(excerpts) for (b, sb, rb, mb) in excerpts[i + 1:]
+        if sa == sb and _overlap_in_part(ra, rb)
+    ]
+    assert not clashes, "\n".join(clashes)
+
+
+def test_overlap_in_part_tells_an_overrun_from_a_nested_excerpt() -> None:
+    assert _overlap_in_part(range(10, 50), range(30, 90))  # the second starts inside, ends past
+    assert not _overlap_in_part(range(10, 90), range(30, 50))  # one inside the other
+    assert not _overlap_in_part(range(10, 30), range(30, 50))  # adjacent
