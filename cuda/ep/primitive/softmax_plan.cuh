@@ -1071,10 +1071,100 @@ inline bool BulkLoadRunsOn(const void* kernel, const CudaDeviceInfo& info) {
   return info.major >= 9 && KernelPtxVersion(kernel, info) >= 90;
 }
 
+// The rules above, each giving windows of `least` to `most` packs a block_registers shape other
+// than their range's (kFloatShapes, k16BitShapes, or none): where the DRAM is narrow or wide
+// (NarrowDram), for rows of whole packs only where they say so, and once the launch has
+// `min_rows_per_sm` rows an SM. Each rule's measurements are at its constants. No two rules of a
+// dtype take the same window on the same DRAM (RulesKeepApart), so their order does not matter.
+// The columns named are those of rows on a 16-byte boundary.
+enum class Dram { kNarrow, kWide };
+struct RegistersRule {
+  Dram dram;
+  bool whole_rows_only;
+  int64_t least;
+  int64_t most;
+  int64_t min_rows_per_sm;
+  int block;
+  int packs;
+};
+constexpr RegistersRule k16BitRules[] = {
+    // 14336-16384 columns: Triton's 32 values a thread.
+    {Dram::kNarrow, false, kNarrowDram512x4LeastPacks, 512 * 4, 0, 512, 4},
+    // 960-1024 columns: a pack a thread where the DRAM is narrow, two on half the threads where
+    // it is wide.
+    {Dram::kNarrow, true, k16BitSmallLeastPacks, 128, k16BitSmallMinRowsPerSm, 128, 1},
+    {Dram::kWide, true, k16BitSmallLeastPacks, 128, k16BitSmallMinRowsPerSm, 64, 2},
+    // 1536-2048 columns.
+    {Dram::kNarrow, true, k16BitPairsLeastPacks, 128 * 2, k16BitPairsMinRowsPerSm, 128, 2},
+};
+template <Algorithm kAlgorithm>
+constexpr RegistersRule kFloatRules[] = {
+    // 512 columns: a pack a thread.
+    {Dram::kNarrow, true, 128, 128, kFloat128x1MinRowsPerSm, 128, 1},
+    // 516-764 columns: two warps of 3 packs, not one warp of 6.
+    {Dram::kWide, true, kWideDramFloat64x3LeastPacks, kWideDramFloat64x3MostPacks,
+     kWideDramFloat64x3MinRowsPerSm, 64, 3},
+    // 1025-1792 columns: more threads of fewer packs.
+    {Dram::kNarrow, false, 257, kNarrowDramFloat256x2LeastPacks - 1,
+     kNarrowDramFloatPairsMinRowsPerSm, 192, 2},
+    {Dram::kNarrow, false, kNarrowDramFloat256x2LeastPacks, kNarrowDramFloatPairsMostPacks,
+     kNarrowDramFloatPairsMinRowsPerSm, 256, 2},
+    // 1472-1792 columns (log_softmax from 1600): seven warps a row at 9 blocks an SM.
+    {Dram::kWide, false, kWideDramFloat224x2LeastPacks<kAlgorithm>, kWideDramFloat224x2MostPacks,
+     kWideDramFloat224x2MinRowsPerSm, 224, 2},
+    // 3648-3964 columns: the whole-rows kernel on 512 x 2, not 256 x 4.
+    {Dram::kWide, true, kWideDramFloat512x2LeastPacks, kWideDramFloat512x2MostPacks,
+     kWideDramFloat512x2MinRowsPerSm, 512, 2},
+    // 5600-6143 and 10000-12287 columns: shapes a little less full than three quarters.
+    {Dram::kWide, false, kWideDramFloat512x4LeastPacks, 1535, 0, 512, 4},
+    {Dram::kWide, false, kWideDramFloat512x8LeastPacks, 3071, 0, 512, 8},
+    // 15872-16384 columns: 1024 x 4, not 512 x 8.
+    {Dram::kNarrow, false, kNarrowDramFloat1024x4LeastPacks, 1024 * 4,
+     kNarrowDramFloat1024x4MinRowsPerSm, 1024, 4},
+};
+
+template <size_t N>
+constexpr bool RulesKeepApart(const RegistersRule (&rules)[N]) {
+  for (size_t i = 0; i < N; ++i) {
+    for (size_t j = i + 1; j < N; ++j) {
+      const RegistersRule& a = rules[i];
+      const RegistersRule& b = rules[j];
+      if (a.dram == b.dram && a.least <= b.most && b.least <= a.most) { return false; }
+    }
+  }
+  return true;
+}
+static_assert(RulesKeepApart(k16BitRules) && RulesKeepApart(kFloatRules<Algorithm::kSoftmax>) &&
+                  RulesKeepApart(kFloatRules<Algorithm::kLogSoftmax>),
+              "no two block_registers rules take the same window on the same DRAM");
+
+// The block_registers shape (block, packs) that PlanBlockRegisters gives a window of its own
+// accord: the rule's that takes it, else its range's; {0, 0} where neither takes it.
+template <typename T, Algorithm kAlgorithm>
+RegistersShape PlannedRegistersShape(bool narrow_dram, bool whole_rows, int64_t window,
+                                     int64_t rows, int sm_count) {
+  auto pick = [&](const auto& rules, const auto& shapes) {
+    for (const RegistersRule& rule : rules) {
+      if ((rule.dram == Dram::kNarrow) == narrow_dram && (whole_rows || !rule.whole_rows_only) &&
+          window >= rule.least && window <= rule.most && rows >= rule.min_rows_per_sm * sm_count) {
+        return RegistersShape{rule.block, rule.packs, 0, 0};
+      }
+    }
+    for (const RegistersShape& shape : shapes) {
+      if (window >= shape.least && window <= shape.most) { return shape; }
+    }
+    return RegistersShape{0, 0, 0, 0};
+  };
+  if constexpr (kIs16Bit<T>) {
+    return pick(k16BitRules, k16BitShapes<T>);
+  } else {
+    return pick(kFloatRules<kAlgorithm>, kFloatShapes);
+  }
+}
+
 // Fills `plan` for block_registers with `block` threads of `packs` packs each, or (block = 0)
-// with the shape whose range takes the window (kFloatShapes, k16BitShapes), or the one a rule
-// above gives it (16-bit rows of 120-128, 192-256 or 1792-2048 packs, float 64 x 3, 128 x 1,
-// 192 x 2, 224 x 2, 256 x 2, 512 x 2, 1024 x 4, and 512 x 4 and 512 x 8 a little less full).
+// with the shape a rule gives the window or else its range's (PlannedRegistersShape: k16BitRules
+// and kFloatRules; kFloatShapes and k16BitShapes).
 // False when no shape takes the row, the shape does not hold it, or a thread would hold more than
 // 32 values (1024 threads have 64 registers each).
 //
@@ -1103,79 +1193,10 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
   const bool planned_shape = block == 0 && rows_kernel == RowsKernel::kPlanned;
   const bool narrow_dram = NarrowDram(info);
   if (block == 0) {
-    if constexpr (kIs16Bit<T>) {
-      // The 16-bit shapes take windows in ranges of their own (see k16BitShapes).
-      for (const auto& shape : k16BitShapes<T>) {
-        if (window >= shape.least && window <= shape.most) {
-          block = shape.block;
-          packs = shape.packs;
-          break;
-        }
-      }
-      if (window >= kNarrowDram512x4LeastPacks && window <= 512 * 4 && narrow_dram) {
-        block = 512;
-        packs = 4;
-      }
-      if (window >= k16BitSmallLeastPacks && window <= 128 && whole_rows &&
-          rows >= k16BitSmallMinRowsPerSm * info.sm_count) {
-        block = narrow_dram ? 128 : 64;
-        packs = narrow_dram ? 1 : 2;
-      }
-      if (narrow_dram && window >= k16BitPairsLeastPacks && window <= 128 * 2 && whole_rows &&
-          rows >= k16BitPairsMinRowsPerSm * info.sm_count) {
-        block = 128;
-        packs = 2;
-      }
-    } else {
-      for (const auto& shape : kFloatShapes) {
-        if (window >= shape.least && window <= shape.most) {
-          block = shape.block;
-          packs = shape.packs;
-          break;
-        }
-      }
-      if (narrow_dram && window == 128 && whole_rows &&
-          rows >= kFloat128x1MinRowsPerSm * info.sm_count) {
-        block = 128;
-        packs = 1;
-      }
-      if (!narrow_dram && whole_rows && window >= kWideDramFloat64x3LeastPacks &&
-          window <= kWideDramFloat64x3MostPacks &&
-          rows >= kWideDramFloat64x3MinRowsPerSm * info.sm_count) {
-        block = 64;
-        packs = 3;
-      }
-      if (narrow_dram && window > 256 && window <= kNarrowDramFloatPairsMostPacks &&
-          rows >= kNarrowDramFloatPairsMinRowsPerSm * info.sm_count) {
-        block = window < kNarrowDramFloat256x2LeastPacks ? 192 : 256;
-        packs = 2;
-      }
-      if (!narrow_dram && window >= kWideDramFloat512x4LeastPacks && window < 1536) {
-        block = 512;
-        packs = 4;
-      }
-      if (!narrow_dram && window >= kWideDramFloat512x8LeastPacks && window < 3072) {
-        block = 512;
-        packs = 8;
-      }
-      if (!narrow_dram && whole_rows && window >= kWideDramFloat512x2LeastPacks &&
-          window <= kWideDramFloat512x2MostPacks &&
-          rows >= kWideDramFloat512x2MinRowsPerSm * info.sm_count) {
-        block = 512;
-        packs = 2;
-      }
-      if (!narrow_dram && window >= kWideDramFloat224x2LeastPacks<kAlgorithm> &&
-          window <= kWideDramFloat224x2MostPacks &&
-          rows >= kWideDramFloat224x2MinRowsPerSm * info.sm_count) {
-        block = 224;
-        packs = 2;
-      }
-      if (narrow_dram && window >= kNarrowDramFloat1024x4LeastPacks && window <= 4096 &&
-          rows >= kNarrowDramFloat1024x4MinRowsPerSm * info.sm_count) {
-        block = 1024;
-        packs = 4;
-      }
-    }
+    const RegistersShape shape =
+        PlannedRegistersShape<T, kAlgorithm>(narrow_dram, whole_rows, window, rows, info.sm_count);
+    block = shape.block;
+    packs = shape.packs;
     if (block == 0) { return false; }
     // float rows of 992-1024 packs (3968-4096 columns), 16 or more waves of them: 512 x 2,
     // which measured ahead of 256 x 4 once the launch's steady state dominates (4096 columns:
