@@ -494,7 +494,11 @@ WARP_16_BIT_RUNGS = {
         (300, "16x4"),  # 37 and edge columns
         (384, "16x4"),  # 48
         (385, "16x4"),  # 48 and an edge column
-        (392, "32x2"),  # 49
+        (392, "32x2"),  # 49 (one element off a boundary: 16 x 4, 49 and edge columns)
+        (393, "16x4"),  # 49 and an edge column
+        (415, "16x4"),  # 51 and edge columns
+        (416, "32x2"),  # 52
+        (417, "32x2"),  # 52 and an edge column
         (448, "32x2_one_row"),  # 56
     ],
 )
@@ -502,9 +506,10 @@ def test_16_bit_rows_take_the_4_pack_rungs_below_16_and_32_lanes(cols, rung, dty
     # The 16-bit types' warp ladder gives rows of 17-20 whole packs (136-167 columns, their edge
     # columns beside them) 8 lanes of 4 packs, one row a group of 8 (k16BitWarp8x4MostPacks),
     # and rows of 33-48 (264-391 columns) 16 lanes of 4 packs, one row a group of 16
-    # (k16BitWarp16x4MostPacks); rows of 21-32 packs keep 16 x 2, of 49-64 32 x 2. The trace
-    # reports the plan for aligned rows; the same rows one element off a 16-byte boundary are
-    # checked for their results. 301 rows: the last warp's second group has no row.
+    # (k16BitWarp16x4MostPacks), 33-51 if the rows have edge columns (393-415 columns,
+    # k16BitWarp16x4RaggedMostPacks); rows of 21-32 packs keep 16 x 2, the rest of 49-64 32 x 2.
+    # The trace reports the plan for aligned rows; the same rows one element off a 16-byte
+    # boundary are checked for their results. 301 rows: the last warp's second group has no row.
     for offset, plan in _aligned_and_off_a_boundary(kind, dtype, 301, cols):
         if offset == 0:
             assert f"warp: pack=8 {WARP_16_BIT_RUNGS[rung]} " in plan, plan

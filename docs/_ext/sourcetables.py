@@ -25,10 +25,10 @@ SOURCE = "cuda/ep/primitive/softmax_{common,warp,plan}.cuh"
 PACK_BYTES = re.compile(r"constexpr int kPackBytes = (\d+);")
 LADDER = re.compile(r"void ForEachWarpShape\(Fn&& fn\) \{(?P<body>.*?)\n\}", re.S)
 # A rung: WarpShape<lanes, packs> of 16-byte packs (rows per group from kWarpRows), or
-# WarpShape<lanes, packs, kPackBytes, rows, most packs> (rows 0: from kWarpRows; most packs a
-# number or a constant's name).
-RUNG = re.compile(r"fn\(WarpShape<(\d+),\s*(\d+)(?:,\s*kPackBytes(?:,\s*(\d+)(?:,\s*(\w+))?)?)?>"
-                  r"\{\}\);")
+# WarpShape<lanes, packs, kPackBytes, rows, most packs, most packs of rows with edge columns>
+# (rows 0: from kWarpRows; the bounds numbers or constants' names, the last two optional).
+RUNG = re.compile(r"fn\(WarpShape<(\d+),\s*(\d+)(?:,\s*kPackBytes(?:,\s*(\d+)"
+                  r"(?:,\s*(\w+)(?:,\s*(\w+))?)?)?)?>\{\}\);")
 # Rows per group: `kPacks * PackSize<T, kBytes>::value <= N ? A : B` (a lane's share of the row).
 ROWS = re.compile(r"kWarpRows\s*=\s*kPacks\s*\*\s*PackSize<T(?:,\s*kBytes)?>::value\s*<=\s*(\d+)"
                   r"\s*\?\s*(\d+)\s*:\s*(\d+);")
@@ -105,11 +105,12 @@ def _constant(text: str, value: str) -> int:
 
 def read_ladder(
     text: str,
-) -> tuple[int, list[tuple[int, int, Any, int]], dict[str, int], dict[str, set[tuple[int, int]]],
-           tuple[str, int, set[int]]]:
-    """(pack bytes, [(lanes, packs, rows per group, most whole packs)], {dtype name: register
-    budget in bytes}, {dtype name: the rungs it skips}, the rungs whose rows of whole packs take
-    one row a group as (C++ type, lanes, {packs})).
+) -> tuple[int, list[tuple[int, int, Any, int, int]], dict[str, int],
+           dict[str, set[tuple[int, int]]], tuple[str, int, set[int]]]:
+    """(pack bytes, [(lanes, packs, rows per group, most whole packs, most whole packs of rows
+    with edge columns)], {dtype name: register budget in bytes}, {dtype name: the rungs it
+    skips}, the rungs whose rows of whole packs take one row a group as (C++ type, lanes,
+    {packs})).
 
     rows per group is a number, or a function of the values a lane holds.
     """
@@ -125,7 +126,7 @@ def read_ladder(
     if rows_rule is None:
         raise ValueError(f"{SOURCE}: can't read kWarpRows")
     limit, few, many = (int(v) for v in rows_rule.groups())
-    rungs: list[tuple[int, int, Any, int]] = []
+    rungs: list[tuple[int, int, Any, int, int]] = []
     body = ladder.group("body")
     matches = list(RUNG.finditer(body))
     if len(matches) != body.count("fn(WarpShape<"):
@@ -134,8 +135,9 @@ def read_ladder(
         lanes, packs = int(m.group(1)), int(m.group(2))
         rows = int(m.group(3) or 0)
         most = _constant(text, m.group(4) or "0") or lanes * packs
+        most_ragged = _constant(text, m.group(5) or "0") or most
         rungs.append((lanes, packs, rows or (lambda values, most=limit, a=few, b=many:
-                                             a if values <= most else b), most))
+                                             a if values <= most else b), most, most_ragged))
     if not rungs:
         raise ValueError(f"{SOURCE}: ForEachWarpShape lists no WarpShape")
     return int(pack.group(1)), rungs, budgets, skipped, whole_alone
@@ -164,7 +166,7 @@ class WarpLadder(SphinxDirective):
         header = ["lanes per row", "packs per lane",
                   *(f"{name}: longest row (rows per group)" for name, *_ in DTYPES)]
         body = []
-        for lanes, packs, rows, most in rungs:
+        for lanes, packs, rows, most, most_ragged in rungs:
             cells = [str(lanes), str(packs)]
             for name, size, compute, cxx in DTYPES:
                 per_pack = pack_bytes // size
@@ -177,8 +179,12 @@ class WarpLadder(SphinxDirective):
                 if callable(rows) and (cxx, lanes) == (alone_type, alone_lanes) \
                         and packs in alone_packs:
                     group_rows += "; rows of whole packs 1"
-                # Whole packs, and up to a pack less one element of edge columns.
-                cells.append(f"{(most + 1) * per_pack - 1} ({group_rows})")
+                # Whole packs, and up to a pack less one element of edge columns; where rows with
+                # edge columns have a bound of their own, the longest row of whole packs too.
+                cell = f"{(most_ragged + 1) * per_pack - 1} ({group_rows})"
+                if most_ragged != most:
+                    cell += f"; rows of whole packs {most * per_pack}"
+                cells.append(cell)
             body.append(cells)
         table = nodes.table(classes=["warp-ladder"])
         group = nodes.tgroup(cols=len(header))

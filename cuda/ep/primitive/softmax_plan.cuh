@@ -253,6 +253,19 @@ constexpr int k16BitWarp8x4MostPacks = 20;
 // six) and so does double (not measured). (NOTES.md, item 94.)
 constexpr int k16BitWarp16x4MostPacks = 48;
 
+// The longest 16-bit row with edge columns, in whole packs, that 16 x 4 takes: past
+// k16BitWarp16x4MostPacks, where rows of whole packs were mixed, rows with edge columns still run
+// faster on it than on 32 x 2 (likely, not measured, because 32 x 2's lanes fetch the edge columns
+// of both of a group's rows). Measured on an H200 (tools/softmax_lab.cu, warp=16x4 against the
+// plan, 98304 rows; fractions of copy, softmax / log_softmax, half then bfloat16): rows of 49-51
+// packs at every residue of the columns mod 8 but 0, 393 columns 0.931 -> 0.950 / 0.896 -> 0.949,
+// 0.911 -> 0.948 / 0.905 -> 0.947, 398 +1.3% / +4.9%, +2.6% / +3.2%, 401 +1.2% / +4.1%, +2.7% /
+// +3.0%, 406 +1.1% / +4.1%, +2.6% / +2.8%, 410 +1.2% / +4.1%, +2.4% / +2.8%, 415 0.938 -> 0.940 /
+// 0.916 -> 0.945, 0.929 -> 0.946 / 0.923 -> 0.948 (item 94's round: 401 +1-4.6%, 410 +1-3.8%);
+// 52-53 packs level to 2.7% ahead (417: half softmax level), 54-55 from 0.5% behind to 1.5% ahead.
+// (NOTES.md, item 96.)
+constexpr int k16BitWarp16x4RaggedMostPacks = 51;
+
 // The warp ladder, shortest rows first. Rungs below 32 lanes hold one pack per lane, except
 // float's 8 x 2, which takes rows of 9-16 packs (33-64 columns) in place of 16 x 1, and 16 x 2,
 // which takes rows of 17-32 packs in place of 32 x 1 for every dtype but double (kWarpShapeFor),
@@ -274,7 +287,7 @@ void ForEachWarpShape(Fn&& fn) {
   fn(WarpShape<8, 4, kPackBytes, 0, k16BitWarp8x4MostPacks>{});
   fn(WarpShape<16, 2>{});
   fn(WarpShape<32, 1>{});
-  fn(WarpShape<16, 4, kPackBytes, 0, k16BitWarp16x4MostPacks>{});
+  fn(WarpShape<16, 4, kPackBytes, 0, k16BitWarp16x4MostPacks, k16BitWarp16x4RaggedMostPacks>{});
   // 32 x 2 twice: two rows a group (kWarpRows) for rows of up to 55 packs, one row for rows
   // that fill 7/8 of the rung or more. One row measured (tools/softmax_lab.cu, rows=1, H200;
   // softmax / log_softmax, fractions of copy): float 256 columns 0.965 -> 0.986 / 0.970 ->
@@ -1529,9 +1542,12 @@ Plan PlanPath(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_ali
     ForEachWarpShape([&](auto shape) {
       using Shape = decltype(shape);
       if constexpr (kWarpShapeFor<T, Shape>) {
-        if (chosen || Shape::max_packs < whole_packs) { return; }
+        const bool ragged = !WholePackRows<T>(cols, x_aligned);
+        if (chosen || (ragged ? Shape::max_ragged_packs : Shape::max_packs) < whole_packs) {
+          return;
+        }
         chosen = true;
-        PlanWarp<T, kAlgorithm, Shape>(info, rows, !WholePackRows<T>(cols, x_aligned), plan);
+        PlanWarp<T, kAlgorithm, Shape>(info, rows, ragged, plan);
       }
     });
     return plan;

@@ -28,16 +28,20 @@ __device__ __forceinline__ C GroupAllReduce(C v, Op op) {
 
 // One rung of the warp ladder: kWidth lanes share a row, each holding kPacks packs of kBytes
 // of it, kRows rows at once (0: as kGroupRows says), for rows of up to kMaxPacks whole packs (0:
-// all kWidth * kPacks). The ladder's packs are 16 bytes and its rows kGroupRows' (but for one
-// rung, ForEachWarpShape); only tools/softmax_lab.cu builds others, to measure what those
-// choices buy.
-template <int kWidth, int kPacks, int kBytes = kPackBytes, int kRows = 0, int kMaxPacks = 0>
+// all kWidth * kPacks), and rows with edge columns of up to kMaxRaggedPacks (0: as kMaxPacks).
+// The ladder's packs are 16 bytes and its rows kGroupRows' (but for one rung,
+// ForEachWarpShape); only tools/softmax_lab.cu builds others, to measure what those choices buy.
+template <int kWidth, int kPacks, int kBytes = kPackBytes, int kRows = 0, int kMaxPacks = 0,
+          int kMaxRaggedPacks = 0>
 struct WarpShape {
   static constexpr int width = kWidth;
   static constexpr int packs = kPacks;
   static constexpr int bytes = kBytes;
   static constexpr int rows = kRows;
   static constexpr int max_packs = (kMaxPacks > 0) ? kMaxPacks : kWidth * kPacks;
+  static constexpr int max_ragged_packs = (kMaxRaggedPacks > 0) ? kMaxRaggedPacks : max_packs;
+  static_assert(max_packs <= max_ragged_packs && max_ragged_packs <= kWidth * kPacks,
+                "a rung takes ragged rows as long as whole ones, and within its slots");
 };
 
 // Rows a group handles at once: two while a lane's share of a row is at most 16 values, so that
