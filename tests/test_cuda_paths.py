@@ -38,17 +38,18 @@ OPS = {"softmax": (F.softmax, softmax_ref), "log_softmax": (F.log_softmax, log_s
 # Row lengths reaching every warp rung of every dtype (16-byte packs: 8 halves, 4 floats, 2 doubles;
 # the rung is the first whose lanes x packs cover the row's whole packs, cols // pack, its edge
 # columns held beside them, up to the rung's bound: the 16-bit types' 8 x 4 and 16 x 4 take 17-20
-# and 33-48 packs), every warp_tile rung (a row of W * K 32-bit words, K odd, takes W lanes of the
-# first of 9, 13, 17 and 25 words at or above K, if K >= 7: 16-bit rows of 2 * W * K columns,
-# float rows of W * K, for W = 1, 2, 4, 8; 14 columns reach the 7-word end), each block_registers
-# shape, float's (1000, 1025, 1534, 2100, 3072, 8192, 12345 and 32768 columns; 5800 and 10000 on
-# 512 threads where the DRAM is wide, a shared-memory path elsewhere) and the 16-bit
-# types' (3072, 3300, 4000, 5000 and 7500 columns; 8192 too), block_registers with a cached tail in
-# shared memory (16-bit 12345 columns, and 16384 where the DRAM is wide, on 256 threads and 65536
-# on 512, float 40001 and 81920 on 1024), the shared-memory path (double from 258, float from
-# 4097, half from 2049 and bfloat16 from 3073 where no register path takes the row: 16-bit rows on
-# 64 threads up to 5120 columns, as half's 2100, 128 at 9000, 256 at 20000) and the online path
-# (float 65536 and past 90112 columns, 16-bit past 65536, double ~29k).
+# and 33-48 packs, 16 x 4 33-51 where rows have edge columns), every warp_tile rung (a row of W * K
+# 32-bit words, K odd, takes W lanes of the first of 9, 13, 17 and 25 words at or above K, if
+# K >= 7: 16-bit rows of 2 * W * K columns, float rows of W * K, for W = 1, 2, 4, 8; 14 columns
+# reach the 7-word end), each block_registers shape, float's (1000, 1025, 1534, 2100, 3072, 8192,
+# 12345 and 32768 columns; 5800 and 10000 on 512 threads where the DRAM is wide, a shared-memory
+# path elsewhere) and the 16-bit types' (3072, 3300, 4000, 5000 and 7500 columns; 8192 too),
+# block_registers with a cached tail in shared memory (16-bit 12345 columns, and 16384 where the
+# DRAM is wide, on 256 threads and 65536 on 512, float 40001 and 81920 on 1024), the shared-memory
+# path (double from 258, float from 4097, half from 2049 and bfloat16 from 3073 where no register
+# path takes the row: 16-bit rows on 64 threads up to 5120 columns, as half's 2100, 128 at 9000, 256
+# at 20000) and the online path (float 65536 and past 90112 columns, 16-bit past 65536, double
+# ~29k).
 COLS = [1, 2, 3, 5, 6, 9, 10, 12, 13, 14, 17, 18, 20, 25, 26, 31, 33, 34, 36, 50, 52, 64, 65, 68,
         72, 96, 100, 104, 129, 136, 144, 150, 200, 208, 254, 257, 272, 300, 400, 506, 513, 1000,
         1025, 1534, 2100, 2500, 3072, 3300, 4000, 4097, 5000, 5800, 7500, 8192, 9000, 10000, 12345,

@@ -266,14 +266,14 @@ constexpr int k16BitWarp16x4MostPacks = 48;
 // (NOTES.md, item 96.)
 constexpr int k16BitWarp16x4RaggedMostPacks = 51;
 
-// The warp ladder, shortest rows first. Rungs below 32 lanes hold one pack per lane, except
-// float's 8 x 2, which takes rows of 9-16 packs (33-64 columns) in place of 16 x 1, and 16 x 2,
-// which takes rows of 17-32 packs in place of 32 x 1 for every dtype but double (kWarpShapeFor),
-// and the 16-bit types' 8 x 4 and 16 x 4 for rows of 17-20 and 33-48 packs
-// (k16BitWarp8x4MostPacks, k16BitWarp16x4MostPacks); with 32 lanes the packs per lane grow in
-// steps that keep the padding small. A dtype uses the rungs that keep its row within 64
-// registers a lane (half: 2048 cols), 96 for bfloat16 (3072 cols; 138 registers in all, no
-// spills), 24 for float (768 cols: longer float rows fill a block_registers shape,
+// The warp ladder, shortest rows first. Rungs below 32 lanes hold one pack per lane, except float's
+// 8 x 2, which takes rows of 9-16 packs (33-64 columns) in place of 16 x 1, and 16 x 2, which takes
+// rows of 17-32 packs in place of 32 x 1 for every dtype but double (kWarpShapeFor), and the 16-bit
+// types' 8 x 4 and 16 x 4 for rows of 17-20 and 33-48 packs, 33-51 with edge columns
+// (k16BitWarp8x4MostPacks, k16BitWarp16x4MostPacks, k16BitWarp16x4RaggedMostPacks); with 32 lanes
+// the packs per lane grow in steps that keep the padding small. A dtype uses the rungs that keep
+// its row within 64 registers a lane (half: 2048 cols), 96 for bfloat16 (3072 cols; 138 registers
+// in all, no spills), 24 for float (768 cols: longer float rows fill a block_registers shape,
 // kFloatShapes), or 16 for double (256 cols), whose exp needs many registers of its own
 // (kWarpLaneBytes).
 template <typename Fn>
