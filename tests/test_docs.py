@@ -193,3 +193,24 @@ def test_overlap_in_part_tells_an_overrun_from_a_nested_excerpt() -> None:
     assert _overlap_in_part(range(10, 50), range(30, 90))  # the second starts inside, ends past
     assert not _overlap_in_part(range(10, 90), range(30, 50))  # one inside the other
     assert not _overlap_in_part(range(10, 30), range(30, 50))  # adjacent
+
+
+def test_the_rules_table_reads_every_rule_and_bound() -> None:
+    # docs/cuda/block_registers.md's table of block_registers' rules is read from the source at
+    # build time; a rule it cannot read fails the build instead of dropping out of the table.
+    tables = _load("oneflite_docs_sourcetables", DOCS / "_ext" / "sourcetables.py")
+    text = "\n".join(path.read_text(encoding="utf-8") for path in tables.KERNELS)
+    rules = tables.read_rules(text)
+    source = text[text.index("constexpr RegistersRule k16BitRules"):]
+    for name in ("k16BitRules", "kFloatRules"):
+        body = source[source.index(f"RegistersRule {name}[]"):]
+        assert len(rules[name]) == body[:body.index("\n};")].count("{Dram::"), name
+    # float's 224 x 2 starts at another window for log_softmax (kWideDramFloat224x2LeastPacks).
+    (pairs,) = [r for r in rules["kFloatRules"] if r[5:] == (224, 2)]
+    assert pairs[2][0] < pairs[2][1] and pairs[3][0] == pairs[3][1]
+    assert tables._span((368, 400), (448, 448), 4, whole=False) == \
+        "1469-1792 (log_softmax 1597-1792)"
+    assert tables._span((128, 128), (128, 128), 4) == "512"
+    broken = text.replace("kFloat128x1MinRowsPerSm, 128, 1}", "kNoSuchConstant, 128, 1}")
+    with pytest.raises(ValueError, match="kNoSuchConstant"):
+        tables.read_rules(broken)

@@ -6,6 +6,11 @@ many rows a thread group handles at once. It fails the build when it no longer f
 ladder, the register rule (``kWarpShapeFits`` and ``kWarpLaneBytes``), the rungs dtypes skip
 (``kWarpShapeSkipped``) or the rows rules (``kWarpRows``, ``kWarpWholeRowAlone``) it reads.
 A rung listed twice (two rows per group for shorter rows, one for fuller) gets a line each.
+
+``{registers-rules}`` tabulates the rules that give block_registers windows another shape than
+their range's (``k16BitRules`` and ``kFloatRules`` in the same header), each bound evaluated
+from the constants it names. It fails the build when a table, a rule or a constant is not of a
+form it reads.
 """
 
 from __future__ import annotations
@@ -143,13 +148,29 @@ def read_ladder(
     return int(pack.group(1)), rungs, budgets, skipped, whole_alone
 
 
-def _row(cells: list[str], header: bool = False) -> nodes.row:
+def _row(cells: list[str]) -> nodes.row:
     row = nodes.row()
     for cell in cells:
         entry = nodes.entry()
         entry += nodes.paragraph(text=cell)
         row += entry
     return row
+
+
+def _table(css_class: str, header: list[str], body: list[list[str]]) -> nodes.table:
+    table = nodes.table(classes=[css_class])
+    group = nodes.tgroup(cols=len(header))
+    table += group
+    for _ in header:
+        group += nodes.colspec(colwidth=1)
+    head = nodes.thead()
+    head += _row(header)
+    group += head
+    tbody = nodes.tbody()
+    for cells in body:
+        tbody += _row(cells)
+    group += tbody
+    return table
 
 
 class WarpLadder(SphinxDirective):
@@ -186,21 +207,95 @@ class WarpLadder(SphinxDirective):
                     cell += f"; rows of whole packs {most * per_pack}"
                 cells.append(cell)
             body.append(cells)
-        table = nodes.table(classes=["warp-ladder"])
-        group = nodes.tgroup(cols=len(header))
-        table += group
-        for _ in header:
-            group += nodes.colspec(colwidth=1)
-        head = nodes.thead()
-        head += _row(header, header=True)
-        group += head
-        tbody = nodes.tbody()
-        for cells in body:
-            tbody += _row(cells)
-        group += tbody
-        return [table]
+        return [_table("warp-ladder", header, body)]
+
+
+# A rules table: `constexpr RegistersRule NAME[] = { ... };` (kFloatRules after a template line).
+RULES_TABLE = re.compile(r"constexpr RegistersRule (k16BitRules|kFloatRules)\[\] = \{(?P<body>.*?)"
+                         r"\n\};", re.S)
+# A rule: {Dram::kNarrow or kWide, whole rows only, least, most, rows an SM, block, packs}.
+RULE = re.compile(r"\{Dram::(kNarrow|kWide),\s*(true|false),\s*([^,{}]+),\s*([^,{}]+),"
+                  r"\s*([^,{}]+),\s*(\d+),\s*(\d+)\}")
+# A bound: `constexpr int64_t NAME = 123;`, or one per op: `constexpr int64_t NAME = kAlgorithm
+# == Algorithm::kSoftmax ? A : B;` (softmax A, log_softmax B).
+CONSTANT = re.compile(r"constexpr int(?:64_t)? (\w+) =\s*(\d+);")
+PER_OP = re.compile(r"constexpr int(?:64_t)? (\w+) =\s*kAlgorithm == Algorithm::kSoftmax\s*\?\s*"
+                    r"(\d+)\s*:\s*(\d+);")
+
+Rule = tuple[str, bool, tuple[int, int], tuple[int, int], tuple[int, int], int, int]
+
+
+def _bound(constants: dict[str, tuple[int, int]], expr: str) -> tuple[int, int]:
+    """(softmax, log_softmax) values of a rule's bound: numbers and constants joined by + - *."""
+    def value(op: int) -> int:
+        def name(m: re.Match[str]) -> str:
+            if m.group(1) not in constants:
+                raise ValueError(f"{SOURCE}: can't read the constant {m.group(1)}")
+            return str(constants[m.group(1)][op])
+        arithmetic = re.sub(r"([A-Za-z_]\w*)(?:<kAlgorithm>)?", name, expr.strip())
+        if not re.fullmatch(r"[\d\s+*-]+", arithmetic):
+            raise ValueError(f"{SOURCE}: can't read the bound {expr.strip()!r}")
+        return eval(arithmetic, {"__builtins__": {}})  # digits, spaces and + - * only
+    return value(0), value(1)
+
+
+def read_rules(text: str) -> dict[str, list[Rule]]:
+    """{table name: [(DRAM, whole rows only, least, most, rows an SM, block, packs)]}, each of
+    least, most and rows an SM as (softmax, log_softmax)."""
+    constants = {name: (int(v), int(v)) for name, v in CONSTANT.findall(text)}
+    constants.update({name: (int(a), int(b)) for name, a, b in PER_OP.findall(text)})
+    tables = {m.group(1): m.group("body") for m in RULES_TABLE.finditer(text)}
+    if set(tables) != {"k16BitRules", "kFloatRules"}:
+        raise ValueError(f"{SOURCE}: can't read k16BitRules and kFloatRules")
+    read = {}
+    for table, body in tables.items():
+        body = re.sub(r"//[^\n]*", "", body)
+        rules = list(RULE.finditer(body))
+        if not rules or len(rules) != body.count("{Dram::"):
+            raise ValueError(f"{SOURCE}: a rule of {table} is not of a form the table reads")
+        read[table] = [(m.group(1), m.group(2) == "true", _bound(constants, m.group(3)),
+                        _bound(constants, m.group(4)), _bound(constants, m.group(5)),
+                        int(m.group(6)), int(m.group(7))) for m in rules]
+    return read
+
+
+def _span(least: tuple[int, int], most: tuple[int, int], scale: int = 1, whole: bool = True) -> str:
+    """The windows least-most (scale 1), or the columns of the aligned rows they hold: scale
+    elements a pack, of whole packs only or any; and log_softmax's where they differ."""
+    def one(lo: int, hi: int) -> str:
+        lo = lo * scale if whole else (lo - 1) * scale + 1
+        return str(lo) if lo == hi * scale else f"{lo}-{hi * scale}"
+    softmax = one(least[0], most[0])
+    if (least[0], most[0]) == (least[1], most[1]):
+        return softmax
+    return f"{softmax} (log_softmax {one(least[1], most[1])})"
+
+
+class RegistersRules(SphinxDirective):
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        for path in KERNELS:
+            self.env.note_dependency(str(path))
+        try:
+            rules = read_rules("\n".join(path.read_text() for path in KERNELS))
+        except (OSError, ValueError) as error:
+            raise self.error(f"registers-rules: {error}") from None
+        header = ["dtype", "DRAM", "rows", "window (16-byte packs)", "columns of aligned rows",
+                  "from rows an SM", "block \u00d7 values a thread"]
+        body = []
+        for table, dtypes, per_pack in (("kFloatRules", "float32", 4),
+                                        ("k16BitRules", "float16, bfloat16", 8)):
+            for dram, whole, least, most, rows, block, packs in rules[table]:
+                body.append([dtypes, "narrow" if dram == "kNarrow" else "wide",
+                             "whole packs" if whole else "any", _span(least, most),
+                             _span(least, most, per_pack, whole),
+                             str(rows[0]) if rows[0] else "any",
+                             f"{block} \u00d7 {packs * per_pack}"])
+        return [_table("registers-rules", header, body)]
 
 
 def setup(app: Any) -> dict[str, Any]:
     app.add_directive("warp-ladder", WarpLadder)
+    app.add_directive("registers-rules", RegistersRules)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1089,7 +1089,8 @@ inline bool BulkLoadRunsOn(const void* kernel, const CudaDeviceInfo& info) {
 // (NarrowDram), for rows of whole packs only where they say so, and once the launch has
 // `min_rows_per_sm` rows an SM. Each rule's measurements are at its constants. No two rules of a
 // dtype take the same window on the same DRAM (RulesKeepApart), so their order does not matter.
-// The columns named are those of rows on a 16-byte boundary.
+// The columns named are those of rows on a 16-byte boundary (docs/cuda/block_registers.md
+// tabulates the rules).
 enum class Dram { kNarrow, kWide };
 struct RegistersRule {
   Dram dram;
@@ -1101,7 +1102,7 @@ struct RegistersRule {
   int packs;
 };
 constexpr RegistersRule k16BitRules[] = {
-    // 14336-16384 columns: Triton's 32 values a thread.
+    // 14329-16384 columns: Triton's 32 values a thread.
     {Dram::kNarrow, false, kNarrowDram512x4LeastPacks, 512 * 4, 0, 512, 4},
     // 960-1024 columns: a pack a thread where the DRAM is narrow, two on half the threads where
     // it is wide.
@@ -1122,16 +1123,16 @@ constexpr RegistersRule kFloatRules[] = {
      kNarrowDramFloatPairsMinRowsPerSm, 192, 2},
     {Dram::kNarrow, false, kNarrowDramFloat256x2LeastPacks, kNarrowDramFloatPairsMostPacks,
      kNarrowDramFloatPairsMinRowsPerSm, 256, 2},
-    // 1472-1792 columns (log_softmax from 1600): seven warps a row at 9 blocks an SM.
+    // 1469-1792 columns (log_softmax from 1597): seven warps a row at 9 blocks an SM.
     {Dram::kWide, false, kWideDramFloat224x2LeastPacks<kAlgorithm>, kWideDramFloat224x2MostPacks,
      kWideDramFloat224x2MinRowsPerSm, 224, 2},
     // 3648-3964 columns: the whole-rows kernel on 512 x 2, not 256 x 4.
     {Dram::kWide, true, kWideDramFloat512x2LeastPacks, kWideDramFloat512x2MostPacks,
      kWideDramFloat512x2MinRowsPerSm, 512, 2},
-    // 5600-6143 and 10000-12287 columns: shapes a little less full than three quarters.
+    // 5597-6140 and 9997-12284 columns: shapes a little less full than three quarters.
     {Dram::kWide, false, kWideDramFloat512x4LeastPacks, 1535, 0, 512, 4},
     {Dram::kWide, false, kWideDramFloat512x8LeastPacks, 3071, 0, 512, 8},
-    // 15872-16384 columns: 1024 x 4, not 512 x 8.
+    // 15869-16384 columns: 1024 x 4, not 512 x 8.
     {Dram::kNarrow, false, kNarrowDramFloat1024x4LeastPacks, 1024 * 4,
      kNarrowDramFloat1024x4MinRowsPerSm, 1024, 4},
 };
