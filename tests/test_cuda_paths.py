@@ -687,7 +687,7 @@ def _takes_224x2(kind: str, window: int) -> bool:
 @pytest.mark.parametrize("kind", list(OPS))
 @pytest.mark.parametrize("cols", [1408, 1468, 1472, 1536, 1596, 1600, 1792, 1796])
 def test_float_rows_of_368_to_448_packs_take_224_threads_where_dram_is_wide(cols, kind):
-    # float rows of 368-448 window packs (1472-1792 aligned columns; log_softmax from 400, 1600
+    # float rows of 368-448 window packs (1469-1792 aligned columns; log_softmax from 400, 1597
     # columns) take block_registers' 224 threads of 2 packs, by the ragged kernel, where the DRAM
     # is wide for the SMs (an H200), once there are 360 rows an SM
     # (kWideDramFloat224x2MinRowsPerSm). Fewer rows, narrower DRAM and the rows outside the range

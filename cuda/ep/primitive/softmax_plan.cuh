@@ -809,7 +809,7 @@ constexpr RegistersShape kFloatShapes[] = {
     {256, 4, 768, 1024}, {512, 4, 1536, 2048}, {512, 8, 3072, 4096}, {1024, 8, 7168, 8192},
 };
 
-// 16-bit rows of 1792-2048 window packs (14336-16384 aligned columns) on 512 x 4, 32 values a
+// 16-bit rows of 1792-2048 window packs (14329-16384 aligned columns) on 512 x 4, 32 values a
 // thread (Triton's shape for them), where the device's DRAM is narrow for its SMs (under
 // kNarrowDramGBpsPerSm, CudaDeviceInfo::PeakDramGBpsPerSm); on a wider one they keep the cached
 // tail (PlanCachedTail): a faster DRAM needs more bytes in flight for each SM's share, the likely
@@ -1016,7 +1016,7 @@ constexpr int64_t kNarrowDramFloat256x2LeastPacks = 320;
 constexpr int64_t kNarrowDramFloatPairsMostPacks = 448;
 constexpr int64_t kNarrowDramFloatPairsMinRowsPerSm = 512;
 
-// float rows of 368-448 window packs (1472-1792 aligned columns; log_softmax from 400, 1600) on
+// float rows of 368-448 window packs (1469-1792 aligned columns; log_softmax from 400, 1597) on
 // 224 threads of 2 packs where the DRAM is wide (an H200), once there are 360 rows an SM, instead
 // of 128 x 4. Seven warps a row is the most that still lets 9 blocks share an SM (63 of its 64
 // warps), and 9 rows an SM is what 4-warp blocks stream best at on an H200: held to 8 (by shared
@@ -1040,8 +1040,8 @@ constexpr int64_t kWideDramFloat224x2LeastPacks = kAlgorithm == Algorithm::kSoft
 constexpr int64_t kWideDramFloat224x2MostPacks = 448;
 constexpr int64_t kWideDramFloat224x2MinRowsPerSm = 360;
 
-// float rows of 1400-1535 window packs (5600-6143 aligned columns) on 512 x 4 and of 2500-3071
-// (10000-12287) on 512 x 8 where the DRAM is wide (an H200), instead of block_smem: 68% and 61%
+// float rows of 1400-1535 window packs (5597-6140 aligned columns) on 512 x 4 and of 2500-3071
+// (9997-12284) on 512 x 8 where the DRAM is wide (an H200), instead of block_smem: 68% and 61%
 // full, below kFloatShapes' three quarters. Measured on an H200 (tools/softmax_lab.cu, 2^27 /
 // cols rows, registers=512x4 and registers=512x8 against the plan, one round, 100 calls,
 // fractions of copy, softmax / log_softmax): 5600 columns 0.967 -> 0.991 / 0.972 -> 0.991, 5800
@@ -1055,7 +1055,7 @@ constexpr int64_t kWideDramFloat224x2MinRowsPerSm = 360;
 constexpr int64_t kWideDramFloat512x4LeastPacks = 1400;
 constexpr int64_t kWideDramFloat512x8LeastPacks = 2500;
 
-// float rows of 3968-4096 window packs (15872-16384 aligned columns) on 1024 x 4 instead of 512
+// float rows of 3968-4096 window packs (15869-16384 aligned columns) on 1024 x 4 instead of 512
 // x 8 where the DRAM is narrow, from 16 rows an SM. Measured on an H100 (tools/softmax_lab.cu,
 // 2^27 / cols rows, registers=1024x4 against the plan, fractions of copy, softmax / log_softmax):
 // 16384 columns 0.990-0.992 -> 1.005-1.007 / 0.992-0.993 -> 1.004-1.005 (Triton's kernel, 512
