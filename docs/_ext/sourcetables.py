@@ -173,17 +173,22 @@ def _table(css_class: str, header: list[str], body: list[list[str]]) -> nodes.ta
     return table
 
 
+def _read_kernels(directive: SphinxDirective, reader: Any) -> Any:
+    """What `reader` reads from the kernel headers, which the page then depends on; a header
+    it cannot read fails the build, named by the directive."""
+    for path in KERNELS:
+        directive.env.note_dependency(str(path))
+    try:
+        return reader("\n".join(path.read_text() for path in KERNELS))
+    except (OSError, ValueError) as error:
+        raise directive.error(f"{directive.name}: {error}") from None
+
+
 class WarpLadder(SphinxDirective):
     has_content = False
 
     def run(self) -> list[nodes.Node]:
-        for path in KERNELS:
-            self.env.note_dependency(str(path))
-        try:
-            text = "\n".join(path.read_text() for path in KERNELS)
-            pack_bytes, rungs, budgets, skipped, whole_alone = read_ladder(text)
-        except (OSError, ValueError) as error:
-            raise self.error(f"warp-ladder: {error}") from None
+        pack_bytes, rungs, budgets, skipped, whole_alone = _read_kernels(self, read_ladder)
         header = ["lanes per row", "packs per lane",
                   *(f"{name}: longest row (rows per group)" for name, *_ in DTYPES)]
         body = []
@@ -275,12 +280,7 @@ class RegistersRules(SphinxDirective):
     has_content = False
 
     def run(self) -> list[nodes.Node]:
-        for path in KERNELS:
-            self.env.note_dependency(str(path))
-        try:
-            rules = read_rules("\n".join(path.read_text() for path in KERNELS))
-        except (OSError, ValueError) as error:
-            raise self.error(f"registers-rules: {error}") from None
+        rules = _read_kernels(self, read_rules)
         header = ["dtype", "DRAM", "rows", "window (16-byte packs)", "columns of aligned rows",
                   "from rows an SM", "block \u00d7 values a thread"]
         body = []
