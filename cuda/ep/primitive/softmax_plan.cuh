@@ -1152,22 +1152,30 @@ static_assert(RulesKeepApart(k16BitRules) && RulesKeepApart(kFloatRules<Algorith
                   RulesKeepApart(kFloatRules<Algorithm::kLogSoftmax>),
               "no two block_registers rules take the same window on the same DRAM");
 
-// The block_registers shape (block, packs) that PlanBlockRegisters gives a window of its own
-// accord: the rule's that takes it, else its range's; {0, 0} where neither takes it.
+// A block_registers launch shape: `block` threads of `packs` packs each.
+struct BlockPacks {
+  int block;
+  int packs;
+};
+
+// The block_registers shape that PlanBlockRegisters gives a window of its own accord: the rule's
+// that takes it, else its range's; {0, 0} where neither takes it.
 template <typename T, Algorithm kAlgorithm>
-RegistersShape PlannedRegistersShape(bool narrow_dram, bool whole_rows, int64_t window,
-                                     int64_t rows, int sm_count) {
+BlockPacks PlannedRegistersShape(bool narrow_dram, bool whole_rows, int64_t window, int64_t rows,
+                                 int sm_count) {
   auto pick = [&](const auto& rules, const auto& shapes) {
     for (const RegistersRule& rule : rules) {
       if ((rule.dram == Dram::kNarrow) == narrow_dram && (whole_rows || !rule.whole_rows_only) &&
           window >= rule.least && window <= rule.most && rows >= rule.min_rows_per_sm * sm_count) {
-        return RegistersShape{rule.block, rule.packs, 0, 0};
+        return BlockPacks{rule.block, rule.packs};
       }
     }
     for (const RegistersShape& shape : shapes) {
-      if (window >= shape.least && window <= shape.most) { return shape; }
+      if (window >= shape.least && window <= shape.most) {
+        return BlockPacks{shape.block, shape.packs};
+      }
     }
-    return RegistersShape{0, 0, 0, 0};
+    return BlockPacks{0, 0};
   };
   if constexpr (kIs16Bit<T>) {
     return pick(k16BitRules, k16BitShapes<T>);
@@ -1207,7 +1215,7 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
   const bool planned_shape = block == 0 && rows_kernel == RowsKernel::kPlanned;
   const bool narrow_dram = NarrowDram(info);
   if (block == 0) {
-    const RegistersShape shape =
+    const BlockPacks shape =
         PlannedRegistersShape<T, kAlgorithm>(narrow_dram, whole_rows, window, rows, info.sm_count);
     block = shape.block;
     packs = shape.packs;
@@ -1539,11 +1547,11 @@ Plan PlanPath(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_ali
   // The warp path holds a row's whole packs in its rung and its edge columns beside them.
   const int64_t whole_packs = cols / P;
   if (allow_registers && whole_packs <= MaxWarpPacks<T>()) {
+    const bool ragged = !WholePackRows<T>(cols, x_aligned);
     bool chosen = false;
     ForEachWarpShape([&](auto shape) {
       using Shape = decltype(shape);
       if constexpr (kWarpShapeFor<T, Shape>) {
-        const bool ragged = !WholePackRows<T>(cols, x_aligned);
         if (chosen || (ragged ? Shape::max_ragged_packs : Shape::max_packs) < whole_packs) {
           return;
         }
