@@ -201,10 +201,13 @@ def test_the_rules_table_reads_every_rule_and_bound() -> None:
     tables = _load("oneflite_docs_sourcetables", DOCS / "_ext" / "sourcetables.py")
     text = "\n".join(path.read_text(encoding="utf-8") for path in tables.KERNELS)
     rules = tables.read_rules(text)
-    source = text[text.index("constexpr RegistersRule k16BitRules"):]
-    for name in ("k16BitRules", "kFloatRules"):
-        body = source[source.index(f"RegistersRule {name}[]"):]
-        assert len(rules[name]) == body[:body.index("\n};")].count("{Dram::"), name
+    assert rules["k16BitRules"] and rules["kFloatRules"]
+    # A rule of another form is not skipped: the build fails.
+    misread = text.replace("{Dram::kWide, true, kWideDramFloat64x3LeastPacks",
+                           "{Dram::kWide, /*whole rows*/ true, kWideDramFloat64x3LeastPacks")
+    assert misread != text
+    with pytest.raises(ValueError, match="not of a form"):
+        tables.read_rules(misread)
     # float's 224 x 2 starts at another window for log_softmax (kWideDramFloat224x2LeastPacks).
     (pairs,) = [r for r in rules["kFloatRules"] if r[5:] == (224, 2)]
     assert pairs[2][0] < pairs[2][1] and pairs[3][0] == pairs[3][1]

@@ -98,14 +98,18 @@ def read_whole_alone(text: str) -> tuple[str, int, set[int]] | None:
     return (m.group(1), int(m.group(2)), packs) if packs else None
 
 
+# A constant: `constexpr int NAME = 123;` or `constexpr int64_t NAME = 123;`.
+CONSTANT = re.compile(r"constexpr int(?:64_t)? (\w+) =\s*(\d+);")
+
+
 def _constant(text: str, value: str) -> int:
-    """A number, or the value of the `constexpr int` of that name."""
+    """A number, or the value of the constant of that name (CONSTANT)."""
     if value.isdigit():
         return int(value)
-    m = re.search(rf"constexpr int {re.escape(value)} = (\d+);", text)
-    if m is None:
+    found = dict(CONSTANT.findall(text)).get(value)
+    if found is None:
         raise ValueError(f"{SOURCE}: can't read {value}")
-    return int(m.group(1))
+    return int(found)
 
 
 def read_ladder(
@@ -221,9 +225,8 @@ RULES_TABLE = re.compile(r"constexpr RegistersRule (k16BitRules|kFloatRules)\[\]
 # A rule: {Dram::kNarrow or kWide, whole rows only, least, most, rows an SM, block, packs}.
 RULE = re.compile(r"\{Dram::(kNarrow|kWide),\s*(true|false),\s*([^,{}]+),\s*([^,{}]+),"
                   r"\s*([^,{}]+),\s*(\d+),\s*(\d+)\}")
-# A bound: `constexpr int64_t NAME = 123;`, or one per op: `constexpr int64_t NAME = kAlgorithm
-# == Algorithm::kSoftmax ? A : B;` (softmax A, log_softmax B).
-CONSTANT = re.compile(r"constexpr int(?:64_t)? (\w+) =\s*(\d+);")
+# A bound, one per op: `constexpr int64_t NAME = kAlgorithm == Algorithm::kSoftmax ? A : B;`
+# (softmax A, log_softmax B); or a constant (CONSTANT).
 PER_OP = re.compile(r"constexpr int(?:64_t)? (\w+) =\s*kAlgorithm == Algorithm::kSoftmax\s*\?\s*"
                     r"(\d+)\s*:\s*(\d+);")
 

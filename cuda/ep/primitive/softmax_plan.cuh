@@ -255,15 +255,15 @@ constexpr int k16BitWarp16x4MostPacks = 48;
 
 // The longest 16-bit row with edge columns, in whole packs, that 16 x 4 takes: past
 // k16BitWarp16x4MostPacks, where rows of whole packs were mixed, rows with edge columns still run
-// faster on it than on 32 x 2 (likely, not measured, because 32 x 2's lanes fetch the edge columns
-// of both of a group's rows). Measured on an H200 (tools/softmax_lab.cu, warp=16x4 against the
-// plan, 98304 rows; fractions of copy, softmax / log_softmax, half then bfloat16): rows of 49-51
-// packs at every residue of the columns mod 8 but 0, 393 columns 0.931 -> 0.950 / 0.896 -> 0.949,
-// 0.911 -> 0.948 / 0.905 -> 0.947, 398 +1.3% / +4.9%, +2.6% / +3.2%, 401 +1.2% / +4.1%, +2.7% /
-// +3.0%, 406 +1.1% / +4.1%, +2.6% / +2.8%, 410 +1.2% / +4.1%, +2.4% / +2.8%, 415 0.938 -> 0.940 /
-// 0.916 -> 0.945, 0.929 -> 0.946 / 0.923 -> 0.948 (item 94's round: 401 +1-4.6%, 410 +1-3.8%);
-// 52-53 packs level to 2.7% ahead (417: half softmax level), 54-55 from 0.5% behind to 1.5% ahead.
-// (NOTES.md, item 96.)
+// faster on it than on 32 x 2 (the likely reason, not measured: 32 x 2's lanes fetch the edge
+// columns of both of a group's rows). Measured on an H200 (tools/softmax_lab.cu, warp=16x4 against
+// the plan, 98304 rows; fractions of copy, softmax / log_softmax, half then bfloat16): rows of
+// 49-51 packs at every residue of the columns mod 8 but 0, 393 columns 0.931 -> 0.950 / 0.896 ->
+// 0.949, 0.911 -> 0.948 / 0.905 -> 0.947, 398 +1.3% / +4.9%, +2.6% / +3.2%, 401 +1.2% / +4.1%,
+// +2.7% / +3.0%, 406 +1.1% / +4.1%, +2.6% / +2.8%, 410 +1.2% / +4.1%, +2.4% / +2.8%, 415 0.938 ->
+// 0.940 / 0.916 -> 0.945, 0.929 -> 0.946 / 0.923 -> 0.948 (item 94's round: 401 +1-4.6%, 410
+// +1-3.8%); 52-53 packs level to 2.7% ahead (417: half softmax level), 54-55 from 0.5% behind
+// to 1.5% ahead. (NOTES.md, item 96.)
 constexpr int k16BitWarp16x4RaggedMostPacks = 51;
 
 // The warp ladder, shortest rows first. Rungs below 32 lanes hold one pack per lane, except float's
@@ -337,7 +337,8 @@ template <typename Shape, int kWidth, int kPacks>
 constexpr bool kIsRung = Shape::width == kWidth && Shape::packs == kPacks;
 
 // 8 x 4 below 16 x 2 and 16 x 4 below 32 x 2: only the 16-bit types take them
-// (k16BitWarp8x4MostPacks, k16BitWarp16x4MostPacks).
+// (k16BitWarp8x4MostPacks, k16BitWarp16x4MostPacks). Each dtype's rungs are spelled out:
+// docs/_ext/sourcetables.py reads them from here for the ladder's table.
 template <typename T, typename Shape>
 constexpr bool kWarpShapeSkipped =
     std::is_same_v<T, float> ? kIsRung<Shape, 16, 1> || kIsRung<Shape, 32, 1> ||
