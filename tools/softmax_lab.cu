@@ -58,6 +58,10 @@
 //   ragged=on   block_registers (without a tail) by its kernel for rows of any alignment;
 //   ragged=off  by its kernel for rows of whole 16-byte packs (PlansWholeRowsKernel picks)
 //   stagger=off  no stagger of the first wave (StaggerFirstWave), on any of the plans above
+//   ahead=off   the plan's block_registers shape (no tail) or warp rung on its kernel's copy that
+//   ahead=on    does not read x ahead into L2 (ReadAhead), or on the one that does, where the
+//               shape has one (kReadAheadShape, kWarpReadAheadShape); occ=, wocc=, hold=off and
+//               carve= know only the copies that do not, so put ahead=off before them
 //   stagger=U   the first wave's groups a step of U microseconds apart, on any block path
 //   warp=WxN[xB]  a warp rung the ladder does not have: W lanes a row, N packs of B bytes
 //               (default 16) a lane; one of ForEachLabWarpShape's below
@@ -353,10 +357,11 @@ void SkipVariant(const std::string& variant, int64_t cols, Plan& plan) {
 }
 
 // The warp kernel a plan of the warp path launches (its rung of the ladder, rows per group and
-// edges), for the variant wocc=NxC; nullptr if no rung matches.
+// edges), for the variant wocc=NxC; nullptr if no rung matches or the plan reads ahead.
 template <typename T>
 const void* WarpKernel(const Options& options, const Plan& plan) {
   const void* kernel = nullptr;
+  if (plan.read_ahead) { return nullptr; }
   ForEachWarpShape([&](auto shape) {
     using Shape = decltype(shape);
     if constexpr (kWarpShapeFor<T, Shape>) {
@@ -385,11 +390,14 @@ const void* WarpKernel(const Options& options, const Plan& plan) {
 }
 
 // The block_registers kernel (no cached tail) a plan of 128-1024 threads of 2, 4 or 8 packs
-// launches, for the variants occ=N and hold=off; nullptr for any other plan.
+// launches, for the variants occ=N and hold=off; nullptr for any other plan, or one that reads
+// ahead.
 template <typename T>
 const void* RegistersKernel(const Options& options, const Plan& plan, int64_t cols) {
   constexpr int P = PackSize<T>::value;
-  if (plan.path != Path::kBlockRegisters || plan.cached_packs != 0) { return nullptr; }
+  if (plan.path != Path::kBlockRegisters || plan.cached_packs != 0 || plan.read_ahead) {
+    return nullptr;
+  }
   const void* found = nullptr;
   auto try_shape = [&](auto block_tag, auto packs_tag, auto algo_tag) {
     constexpr int kBlock = decltype(block_tag)::value;
@@ -490,6 +498,48 @@ size_t LabHoldSmem(const void* kernel, const CudaDeviceInfo& info, int block_siz
   std::fprintf(stderr, "softmax_lab: hold %d in %d KiB (%d%%): reserve %d, dynamic %d -> %d\n",
                blocks, carve_kib, percent, reserved, dynamic, active);
   return active == blocks ? static_cast<size_t>(dynamic) : 0;
+}
+
+// The plan's block_registers shape (no tail) or warp rung planned again over the same rows, on
+// its kernels' copies that read x ahead (ReadAheadChoice::kOn) or on the others (kOff), keeping
+// the plan's kernel for rows of whole packs or any rows and its stagger. False for other plans.
+template <typename T>
+bool PlanReadAhead(const Options& options, const CudaDeviceInfo& info, int64_t rows, int64_t cols,
+                   ReadAheadChoice choice, Plan& plan) {
+  constexpr int P = PackSize<T>::value;
+  Plan again = plan;
+  bool ok = false;
+  if (plan.path == Path::kBlockRegisters && plan.cached_packs == 0 && !plan.bulk_load) {
+    const RowsKernel kernel = plan.ragged ? RowsKernel::kRagged : RowsKernel::kWhole;
+    const int packs = plan.cols_per_thread / P;
+    ok = options.algo == Algorithm::kSoftmax
+             ? PlanBlockRegisters<T, Algorithm::kSoftmax>(info, rows, cols, true, plan.block, packs,
+                                                          again, kernel, choice)
+             : PlanBlockRegisters<T, Algorithm::kLogSoftmax>(info, rows, cols, true, plan.block,
+                                                             packs, again, kernel, choice);
+  } else if (plan.path == Path::kWarp) {
+    ForEachWarpShape([&](auto shape) {
+      using Shape = decltype(shape);
+      if constexpr (kWarpShapeFor<T, Shape>) {
+        const int group_rows =
+            plan.ragged
+                ? kGroupRows<T, Shape::width, Shape::packs, true, Shape::bytes, Shape::rows>
+                : kGroupRows<T, Shape::width, Shape::packs, false, Shape::bytes, Shape::rows>;
+        if (ok || plan.width != Shape::width || plan.cols_per_thread != Shape::packs * P ||
+            plan.rows_per_access != group_rows) {
+          return;
+        }
+        ok = true;
+        if (options.algo == Algorithm::kSoftmax) {
+          PlanWarp<T, Algorithm::kSoftmax, Shape>(info, rows, plan.ragged, again, choice);
+        } else {
+          PlanWarp<T, Algorithm::kLogSoftmax, Shape>(info, rows, plan.ragged, again, choice);
+        }
+      }
+    });
+  }
+  if (ok) { plan = again; }
+  return ok;
 }
 
 // The planner's choice, with the variant's one decision undone; or, from `start`, that plan
@@ -713,6 +763,13 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
             : PlanBlockRegisters<T, Algorithm::kLogSoftmax>(info, rows, cols, true, plan.block,
                                                             plan.cols_per_thread / P, regs, kernel);
     if (ok) { plan = regs; }
+  } else if (variant == "ahead=off" || variant == "ahead=on") {
+    const ReadAheadChoice choice =
+        variant == "ahead=on" ? ReadAheadChoice::kOn : ReadAheadChoice::kOff;
+    if (!PlanReadAhead<T>(options, info, rows, cols, choice, plan) ||
+        plan.read_ahead != (choice == ReadAheadChoice::kOn)) {
+      SkipVariant(variant, cols, plan);
+    }
   } else if (variant.rfind("wocc=", 0) == 0) {
     // The planned warp rung held to N blocks an SM in a carve-out of C KiB (as occ=NxC).
     const void* kernel = plan.path == Path::kWarp ? WarpKernel<T>(options, plan) : nullptr;

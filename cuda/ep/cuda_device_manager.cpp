@@ -68,12 +68,13 @@ class CudaDeviceManager final : public DeviceManager {
         cudaGetLastError();
         continue;
       }
-      const double dram_gbps = CudaDeviceInfo::Read(i).PeakDramGBps();
+      const CudaDeviceInfo info = CudaDeviceInfo::Read(i);
       text += "\ncuda:" + std::to_string(i) + " " + prop.name + ", sm_" +
               std::to_string(prop.major) + std::to_string(prop.minor) + ", " +
               std::to_string(prop.multiProcessorCount) + " SMs, " +
               std::to_string(prop.totalGlobalMem >> 20) + " MiB, " +
-              std::to_string(std::lround(dram_gbps)) + " GB/s peak DRAM";
+              std::to_string(std::lround(info.PeakDramGBps())) + " GB/s peak DRAM, " +
+              std::to_string(info.l2_cache_bytes >> 20) + " MiB L2";
     }
     return text;
   }

@@ -55,11 +55,15 @@ enum class StoreFallback { kElements, kPack, kNone };
 //    to fewer an SM than registers allow (HoldFloat128x4);
 //  * kMaxShared: the largest, so the least L1 (CarveoutBlocksPerSm), for rows that start on
 //    128-byte lines where the DRAM is narrow (PreferMaxShared).
+//
+// kReadAhead: thread 0 asks L2 for the bytes of x kReadAheadBytes past its row's (ReadAhead)
+// before the row's loads; another copy of the kernel, like kCarveout's, so that the launches
+// that do not read ahead keep their code (ReadsAheadPlanned says which do).
 enum class Carveout { kDefault, kMaxL1, kMaxShared };
 
 template <typename T, Algorithm kAlgorithm, int kBlock, int kPacks, bool kCachedTail = false,
           bool kRagged = true, StoreFallback kFallback = StoreFallback::kElements,
-          Carveout kCarveout = Carveout::kDefault>
+          Carveout kCarveout = Carveout::kDefault, bool kReadAhead = false>
 __global__ void __launch_bounds__(kBlock)
     BlockRegisterSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int cols,
                                bool y_vector_ok, int tail_slots, Stagger stagger) {
@@ -75,6 +79,9 @@ __global__ void __launch_bounds__(kBlock)
   Pack<T>* const tail_slot = reinterpret_cast<Pack<T>*>(tail_cache) + tid;
   StaggerStart(stagger);
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    if constexpr (kReadAhead) {
+      if (tid == 0) { ReadAhead(x, rows * cols, row * cols, cols); }
+    }
     const T* x_row = x + row * cols;
     T* y_row = y + row * cols;
     const int head = kRagged ? HeadOffset(x_row) : 0;

@@ -285,6 +285,39 @@ __device__ __forceinline__ ComputeType<T> RowLog(ComputeType<T> sum) {
   }
 }
 
+// ---- Reading ahead ----------------------------------------------------------------------------
+
+// How far past a block's own bytes of x it asks L2 for more (ReadAhead): 4 MiB. Lines asked for
+// too early are evicted before the block that reads them starts, and x is read twice: on an H200
+// (50 MiB of L2) that cliff was at 8 MiB for rows of 2048 columns, 10 MiB for float 1024-1536
+// and 12 MiB for float 8192 (NOTES.md, item 97), so 4 MiB is half the nearest. The planner reads
+// ahead only on devices with ten times this much L2 (ReadAheadRunsOn).
+constexpr int64_t kReadAheadBytes = int64_t{4} << 20;
+
+// Asks L2 for x's elements [first, first + count), moved kReadAheadBytes on: the bytes a block
+// that starts a little later will read. One instruction (the copy engine's bulk prefetch, sm_90
+// on) that takes no registers or shared memory and completes on nothing; clipped to x's
+// `elements` and trimmed inward to the 16-byte boundaries the instruction needs. A block's own
+// loads then find its row in L2, or on its way there, rather than waiting on the DRAM, so it
+// retires sooner and the DRAM's queue stays full between blocks. Nothing is asked for before
+// sm_90 (the planner never reads ahead there).
+template <typename T>
+__device__ __forceinline__ void ReadAhead(const T* x, int64_t elements, int64_t first,
+                                          int64_t count) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  constexpr uint64_t kAlign = 16;
+  const uint64_t base = reinterpret_cast<uintptr_t>(x);
+  const uint64_t end = base + static_cast<uint64_t>(elements) * sizeof(T);
+  const uint64_t from = base + static_cast<uint64_t>(first) * sizeof(T) + kReadAheadBytes;
+  const uint64_t to = min(from + static_cast<uint64_t>(count) * sizeof(T), end) & ~(kAlign - 1);
+  const uint64_t start = (from + kAlign - 1) & ~(kAlign - 1);
+  if (start < to) {
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(start),
+                 "r"(static_cast<uint32_t>(to - start)));
+  }
+#endif
+}
+
 // ---- Row windows ----------------------------------------------------------------------------
 
 // How many elements the row starting at `row` sits past the kBytes boundary (16 bytes unless

@@ -126,7 +126,8 @@ std::string ToString(const Plan& plan) {
     case Path::kWarp:
       out << "warp: pack=" << plan.pack << " cols_per_thread=" << plan.cols_per_thread
           << " thread_group_width=" << plan.width << " rows_per_access=" << plan.rows_per_access
-          << (plan.ragged ? " ragged" : "") << " block=" << plan.block;
+          << (plan.ragged ? " ragged" : "") << " block=" << plan.block
+          << (plan.read_ahead ? " read_ahead" : "");
       break;
     case Path::kBlockSmem:
       out << "block_smem: pack=" << plan.pack << " block=" << plan.block << " smem=" << plan.smem;
@@ -147,7 +148,7 @@ std::string ToString(const Plan& plan) {
             << " tail_cols=" << static_cast<int64_t>(plan.cached_packs) * plan.pack;
       }
       out << (plan.max_shared ? " carveout=max_shared" : "") << (plan.ragged ? " ragged" : "")
-          << (plan.bulk_load ? " bulk_load" : "");
+          << (plan.bulk_load ? " bulk_load" : "") << (plan.read_ahead ? " read_ahead" : "");
       break;
     case Path::kWarpTile:
       out << "warp_tile: pack=" << plan.pack << " cols_per_thread=" << plan.cols_per_thread

@@ -109,6 +109,9 @@ struct Plan {
   // block_registers' 128 x 1 on rows of exactly 128 whole packs: the kernel whose row comes in
   // by one bulk copy (BulkLoadSoftmaxKernel, sm_90 on).
   bool bulk_load = false;
+  // block_registers and the warp path: the launch runs the kernel's copy that asks L2 for x's
+  // bytes ahead of its own (ReadAhead; ReadsAheadPlanned and kWarpReadAheadShape say where).
+  bool read_ahead = false;
   LaunchFn launch = nullptr;
 };
 
@@ -149,13 +152,43 @@ constexpr int64_t kMaxSharedLeastWindow =
     std::is_same_v<T, float> && kBlock == 512 && kPacks == 2 ? int64_t{kBlock} * kPacks * 3 / 4 + 1
                                                              : 0;
 
-template <typename T, Algorithm kAlgorithm, typename Shape, bool kRagged>
+// ---- Reading x ahead into L2 (ReadAhead) ----------------------------------------------------
+
+// Whether a launch reads ahead: the planner's rule (kPlanned), or, for tools/softmax_lab.cu's
+// comparisons, off or on wherever the shape has a copy of its kernel that does.
+enum class ReadAheadChoice { kPlanned, kOff, kOn };
+
+// The device can read ahead and the build compiled `kernel`, a copy that does, for it: bulk
+// prefetches (sm_90 on), a DRAM wide for its SMs (NarrowDram; on a narrow one no read-ahead was
+// measured), and an L2 of ten times kReadAheadBytes or more, so that the distance stays well
+// short of where lines are evicted before use (on an H200's 50 MiB: 8-12 MiB). Defined with the
+// block_registers rules, whose DRAM test it shares.
+inline bool ReadAheadRunsOn(const void* kernel, const CudaDeviceInfo& info);
+constexpr int64_t kReadAheadL2Multiple = 10;
+
+// The warp rungs that read ahead where ReadAheadRunsOn: the 16-bit types' 32 lanes of 6 and 8
+// packs (rows of 1281-2048 columns), the rungs of the ladder's longest rows. Thread 0 asks for
+// its block's four rows.
+template <typename T, typename Shape>
+constexpr bool kWarpReadAheadShape =
+    kIs16Bit<T> && Shape::width == kWarpSize && (Shape::packs == 6 || Shape::packs == 8) &&
+    Shape::bytes == kPackBytes && Shape::rows == 0;
+
+// The fewest window packs of a float block_registers row that reads ahead where
+// ReadAheadRunsOn (ReadsAheadPlanned): 2048 columns. Only shapes that hold that many have a copy
+// of their kernel that does.
+constexpr int64_t kFloatReadAheadLeastPacks = 512;
+template <typename T, int kBlock, int kPacks>
+constexpr bool kReadAheadShape =
+    std::is_same_v<T, float> && int64_t{kBlock} * kPacks >= kFloatReadAheadLeastPacks;
+
+template <typename T, Algorithm kAlgorithm, typename Shape, bool kRagged, bool kReadAhead = false>
 void LaunchWarp(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols, const void* x,
                 void* y) {
-  WarpSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::packs, kRagged, Shape::bytes, Shape::rows>
-      <<<plan.grid, kWarpBlockSize, plan.smem, stream>>>(
-          static_cast<const T*>(x), static_cast<T*>(y), rows, static_cast<int>(cols),
-          SameAlignment<Shape::bytes>(x, y));
+  WarpSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::packs, kRagged, Shape::bytes, Shape::rows,
+                    kReadAhead><<<plan.grid, kWarpBlockSize, plan.smem, stream>>>(
+      static_cast<const T*>(x), static_cast<T*>(y), rows, static_cast<int>(cols),
+      SameAlignment<Shape::bytes>(x, y));
   ONEFLITE_CUDA_CHECK_LAUNCH();
 }
 
@@ -181,16 +214,17 @@ void LaunchBlock(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t co
 
 template <typename T, Algorithm kAlgorithm, int kBlock, int kPacks, bool kCachedTail = false,
           bool kRagged = true, StoreFallback kFallback = StoreFallback::kElements,
-          Carveout kCarveout = Carveout::kDefault>
+          Carveout kCarveout = Carveout::kDefault, bool kReadAhead = false>
 void LaunchBlockRegisters(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols,
                           const void* x, void* y) {
   if constexpr (kFallback == StoreFallback::kNone) {
     if (!SameAlignment(x, y)) {  // y's packs would straddle 16-byte boundaries
-      LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks>(plan, stream, rows, cols, x, y);
+      LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks, false, true, StoreFallback::kElements,
+                           Carveout::kDefault, kReadAhead>(plan, stream, rows, cols, x, y);
       return;
     }
   }
-  if constexpr (kCarveout == Carveout::kDefault && !kCachedTail &&
+  if constexpr (kCarveout == Carveout::kDefault && !kCachedTail && !kReadAhead &&
                 kMaxSharedShape<T, kBlock, kPacks>) {
     if (plan.max_shared && LineAligned(x) && LineAligned(y)) {
       LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks, false, kRagged, kFallback,
@@ -199,7 +233,7 @@ void LaunchBlockRegisters(const Plan& plan, cudaStream_t stream, int64_t rows, i
     }
   }
   BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, kCachedTail, kRagged, kFallback,
-                             kCarveout><<<plan.grid, kBlock, plan.smem, stream>>>(
+                             kCarveout, kReadAhead><<<plan.grid, kBlock, plan.smem, stream>>>(
       static_cast<const T*>(x), static_cast<T*>(y), rows, static_cast<int>(cols),
       SameAlignment(x, y), plan.cached_packs / kBlock, plan.stagger);
   ONEFLITE_CUDA_CHECK_LAUNCH();
@@ -341,8 +375,8 @@ constexpr bool kIsRung = Shape::width == kWidth && Shape::packs == kPacks;
 // docs/_ext/sourcetables.py reads them from here for the ladder's table.
 template <typename T, typename Shape>
 constexpr bool kWarpShapeSkipped =
-    std::is_same_v<T, float> ? kIsRung<Shape, 16, 1> || kIsRung<Shape, 32, 1> ||
-                                   kIsRung<Shape, 8, 4> || kIsRung<Shape, 16, 4>
+    std::is_same_v<T, float>    ? kIsRung<Shape, 16, 1> || kIsRung<Shape, 32, 1> ||
+                                      kIsRung<Shape, 8, 4> || kIsRung<Shape, 16, 4>
     : std::is_same_v<T, double> ? kIsRung<Shape, 8, 2> || kIsRung<Shape, 16, 2> ||
                                       kIsRung<Shape, 8, 4> || kIsRung<Shape, 16, 4>
                                 : kIsRung<Shape, 8, 2> || kIsRung<Shape, 32, 1>;
@@ -432,35 +466,53 @@ void StaggerFirstWave(const CudaDeviceInfo& info, int64_t cols, Plan& plan) {
   plan.stagger.cycles = static_cast<int>(step_bytes * info.clock_khz / kStaggerBytesPerMs);
 }
 
-// Fills `plan` for the warp rung Shape, compiled for rows with edge columns where kRagged.
+// Fills `plan` for the warp rung Shape, compiled for rows with edge columns where kRagged; on
+// the kernel's copy that reads ahead where `ahead` says so (kPlanned: kWarpReadAheadShape).
 template <typename T, Algorithm kAlgorithm, typename Shape, bool kRagged>
-void PlanWarpRung(const CudaDeviceInfo& info, int64_t rows, Plan& plan) {
+void PlanWarpRung(const CudaDeviceInfo& info, int64_t rows, Plan& plan, ReadAheadChoice ahead) {
   constexpr int P = PackSize<T, Shape::bytes>::value;
   constexpr int kRows =
       kGroupRows<T, Shape::width, Shape::packs, kRagged, Shape::bytes, Shape::rows>;
-  plan.path = Path::kWarp;
-  plan.pack = P;
-  plan.width = Shape::width;
-  plan.cols_per_thread = Shape::packs * P;
-  plan.rows_per_access = kRows;
-  plan.block = kWarpBlockSize;
-  plan.ragged = kRagged;
-  plan.launch = &LaunchWarp<T, kAlgorithm, Shape, kRagged>;
-  const auto* kernel =
-      reinterpret_cast<const void*>(&WarpSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::packs,
-                                                       kRagged, Shape::bytes, Shape::rows>);
-  const int64_t rows_per_block = (kWarpBlockSize / kWarpSize) * (kWarpSize / Shape::width) * kRows;
-  SetGrid(plan, (rows + rows_per_block - 1) / rows_per_block, info,
-          MaxActiveBlocksPerSm(kernel, info, kWarpBlockSize, 0), /*persistent=*/false);
+  auto fill = [&](auto ahead_tag) {
+    constexpr bool kAhead = decltype(ahead_tag)::value;
+    plan.path = Path::kWarp;
+    plan.pack = P;
+    plan.width = Shape::width;
+    plan.cols_per_thread = Shape::packs * P;
+    plan.rows_per_access = kRows;
+    plan.block = kWarpBlockSize;
+    plan.ragged = kRagged;
+    plan.read_ahead = kAhead;
+    plan.launch = &LaunchWarp<T, kAlgorithm, Shape, kRagged, kAhead>;
+    const auto* kernel = reinterpret_cast<const void*>(
+        &WarpSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::packs, kRagged, Shape::bytes,
+                           Shape::rows, kAhead>);
+    const int64_t rows_per_block =
+        (kWarpBlockSize / kWarpSize) * (kWarpSize / Shape::width) * kRows;
+    SetGrid(plan, (rows + rows_per_block - 1) / rows_per_block, info,
+            MaxActiveBlocksPerSm(kernel, info, kWarpBlockSize, 0), /*persistent=*/false);
+  };
+  if constexpr (kWarpReadAheadShape<T, Shape>) {
+    const auto* ahead_kernel =
+        reinterpret_cast<const void*>(&WarpSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::packs,
+                                                         kRagged, Shape::bytes, Shape::rows, true>);
+    if (ahead == ReadAheadChoice::kOn ||
+        (ahead == ReadAheadChoice::kPlanned && ReadAheadRunsOn(ahead_kernel, info))) {
+      fill(std::true_type{});
+      return;
+    }
+  }
+  fill(std::false_type{});
 }
 
 // Fills `plan` for the warp rung Shape; `ragged`: rows may have edge columns.
 template <typename T, Algorithm kAlgorithm, typename Shape>
-void PlanWarp(const CudaDeviceInfo& info, int64_t rows, bool ragged, Plan& plan) {
+void PlanWarp(const CudaDeviceInfo& info, int64_t rows, bool ragged, Plan& plan,
+              ReadAheadChoice ahead = ReadAheadChoice::kPlanned) {
   if (ragged) {
-    PlanWarpRung<T, kAlgorithm, Shape, true>(info, rows, plan);
+    PlanWarpRung<T, kAlgorithm, Shape, true>(info, rows, plan, ahead);
   } else {
-    PlanWarpRung<T, kAlgorithm, Shape, false>(info, rows, plan);
+    PlanWarpRung<T, kAlgorithm, Shape, false>(info, rows, plan, ahead);
   }
 }
 
@@ -1085,6 +1137,17 @@ inline bool BulkLoadRunsOn(const void* kernel, const CudaDeviceInfo& info) {
   return info.major >= 9 && KernelPtxVersion(kernel, info) >= 90;
 }
 
+inline bool ReadAheadRunsOn(const void* kernel, const CudaDeviceInfo& info) {
+  return !NarrowDram(info) && info.l2_cache_bytes >= kReadAheadL2Multiple * kReadAheadBytes &&
+         BulkLoadRunsOn(kernel, info);
+}
+
+// float block_registers rows of kFloatReadAheadLeastPacks window packs or more read ahead where
+// ReadAheadRunsOn (`kernel`: the shape's copy that does). The measurements are NOTES.md item 98's.
+inline bool ReadsAheadPlanned(const void* kernel, const CudaDeviceInfo& info, int64_t window) {
+  return window >= kFloatReadAheadLeastPacks && ReadAheadRunsOn(kernel, info);
+}
+
 // The rules above, each giving windows of `least` to `most` packs a block_registers shape other
 // than their range's (kFloatShapes, k16BitShapes, or none): where the DRAM is narrow or wide
 // (NarrowDram), for rows of whole packs only where they say so, and once the launch has
@@ -1209,7 +1272,8 @@ BlockPacks PlannedRegistersShape(bool narrow_dram, bool whole_rows, int64_t wind
 template <typename T, Algorithm kAlgorithm>
 bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_aligned,
                         int block, int packs, Plan& plan,
-                        RowsKernel rows_kernel = RowsKernel::kPlanned) {
+                        RowsKernel rows_kernel = RowsKernel::kPlanned,
+                        ReadAheadChoice ahead = ReadAheadChoice::kPlanned) {
   constexpr int P = PackSize<T>::value;
   const int64_t window = MaxWindowPacks<T>(cols, x_aligned);
   const bool whole_rows = WholePackRows<T>(cols, x_aligned);
@@ -1251,79 +1315,98 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
     if constexpr (kPacks * P <= 32 && !std::is_same_v<T, double>) {
       if (kBlock != block || kPacks != packs || int64_t{kBlock} * kPacks < window) { return; }
       chosen = true;
-      const void* kernel =
-          reinterpret_cast<const void*>(&BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks>);
-      // The kernel's copy that prefers the largest carve-out, where the shape has one.
-      const void* max_shared_kernel = nullptr;
-      if constexpr (kMaxSharedShape<T, kBlock, kPacks>) {
-        max_shared_kernel = reinterpret_cast<const void*>(
+      // The plan on the kernels' copies that read ahead (kAhead) or on the others.
+      auto fill = [&](auto ahead_tag) {
+        constexpr bool kAhead = decltype(ahead_tag)::value;
+        const void* kernel = reinterpret_cast<const void*>(
             &BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, false, true,
-                                        StoreFallback::kElements, Carveout::kMaxShared>);
-      }
-      plan.launch = &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks>;
-      plan.ragged = true;
-      const bool planned_whole =
-          rows_kernel == RowsKernel::kPlanned &&
-          PlansWholeRowsKernel<T>(kBlock, kPacks, window,
-                                  Plans512x2WholeRows<T>(narrow_dram, rows, info.sm_count, window));
-      if (whole_rows && (rows_kernel == RowsKernel::kWhole || planned_whole)) {
-        WithWholeRowsKernel<T, kBlock, kPacks>(
-            WholeRowsFallback<T>(kBlock, kPacks, window), [&](auto fallback_tag) {
-              constexpr StoreFallback kFallback = decltype(fallback_tag)::value;
-              kernel = reinterpret_cast<const void*>(
-                  &BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, false, false,
-                                              kFallback>);
-              if constexpr (kMaxSharedShape<T, kBlock, kPacks>) {
-                max_shared_kernel = reinterpret_cast<const void*>(
+                                        StoreFallback::kElements, Carveout::kDefault, kAhead>);
+        // The kernel's copy that prefers the largest carve-out, where the shape has one.
+        const void* max_shared_kernel = nullptr;
+        if constexpr (kMaxSharedShape<T, kBlock, kPacks> && !kAhead) {
+          max_shared_kernel = reinterpret_cast<const void*>(
+              &BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, false, true,
+                                          StoreFallback::kElements, Carveout::kMaxShared>);
+        }
+        plan.launch = &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks, false, true,
+                                            StoreFallback::kElements, Carveout::kDefault, kAhead>;
+        plan.ragged = true;
+        const bool planned_whole =
+            rows_kernel == RowsKernel::kPlanned &&
+            PlansWholeRowsKernel<T>(
+                kBlock, kPacks, window,
+                Plans512x2WholeRows<T>(narrow_dram, rows, info.sm_count, window));
+        if (whole_rows && (rows_kernel == RowsKernel::kWhole || planned_whole)) {
+          WithWholeRowsKernel<T, kBlock, kPacks>(
+              WholeRowsFallback<T>(kBlock, kPacks, window), [&](auto fallback_tag) {
+                constexpr StoreFallback kFallback = decltype(fallback_tag)::value;
+                kernel = reinterpret_cast<const void*>(
                     &BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, false, false,
-                                                kFallback, Carveout::kMaxShared>);
-              }
-              plan.launch =
-                  &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks, false, false, kFallback>;
-              plan.ragged = false;
-            });
-      }
-      plan.path = Path::kBlockRegisters;
-      plan.pack = P;
-      plan.block = kBlock;
-      plan.cols_per_thread = kPacks * P;
-      plan.smem = 0;
-      plan.held_per_sm = 0;
-      plan.max_l1 = false;
-      plan.max_shared = false;
-      plan.bulk_load = false;
-      if constexpr (kBlock == 128 && kPacks == 1) {
-        const auto* bulk =
-            reinterpret_cast<const void*>(&BulkLoadSoftmaxKernel<T, kAlgorithm, kBlock>);
-        if (planned_shape && whole_rows && window == kBlock && rows <= kMaxGridBlocks &&
-            BulkLoadRunsOn(bulk, info)) {
-          kernel = bulk;
-          plan.launch = &LaunchBulkLoad<T, kAlgorithm, kBlock>;
-          plan.ragged = false;
-          plan.bulk_load = true;
+                                                kFallback, Carveout::kDefault, kAhead>);
+                if constexpr (kMaxSharedShape<T, kBlock, kPacks> && !kAhead) {
+                  max_shared_kernel = reinterpret_cast<const void*>(
+                      &BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, false, false,
+                                                  kFallback, Carveout::kMaxShared>);
+                }
+                plan.launch = &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks, false, false,
+                                                    kFallback, Carveout::kDefault, kAhead>;
+                plan.ragged = false;
+              });
         }
-      }
-      int active = MaxActiveBlocksPerSm(kernel, info, kBlock, 0);
-      if (max_shared_kernel != nullptr && window >= kMaxSharedLeastWindow<T, kBlock, kPacks> &&
-          PreferMaxShared(info, rows, cols * static_cast<int64_t>(sizeof(T)), active)) {
-        // The copy runs as many blocks an SM as the default one, or not at all.
-        plan.max_shared = CarveoutBlocksPerSm(max_shared_kernel, info, kBlock,
-                                              cudaSharedmemCarveoutMaxShared) == active;
-      }
-      if constexpr (std::is_same_v<T, float> && kBlock == 512 && kPacks == 4) {
-        HoldFloat512x4(kernel, info, rows, active, plan);
-      }
-      if constexpr (std::is_same_v<T, float> && kBlock == 128 && kPacks == 4) {
-        const auto* held = reinterpret_cast<const void*>(
+        plan.path = Path::kBlockRegisters;
+        plan.pack = P;
+        plan.block = kBlock;
+        plan.cols_per_thread = kPacks * P;
+        plan.smem = 0;
+        plan.held_per_sm = 0;
+        plan.max_l1 = false;
+        plan.max_shared = false;
+        plan.bulk_load = false;
+        plan.read_ahead = kAhead;
+        if constexpr (kBlock == 128 && kPacks == 1) {
+          const auto* bulk =
+              reinterpret_cast<const void*>(&BulkLoadSoftmaxKernel<T, kAlgorithm, kBlock>);
+          if (planned_shape && whole_rows && window == kBlock && rows <= kMaxGridBlocks &&
+              BulkLoadRunsOn(bulk, info)) {
+            kernel = bulk;
+            plan.launch = &LaunchBulkLoad<T, kAlgorithm, kBlock>;
+            plan.ragged = false;
+            plan.bulk_load = true;
+          }
+        }
+        int active = MaxActiveBlocksPerSm(kernel, info, kBlock, 0);
+        if (max_shared_kernel != nullptr && window >= kMaxSharedLeastWindow<T, kBlock, kPacks> &&
+            PreferMaxShared(info, rows, cols * static_cast<int64_t>(sizeof(T)), active)) {
+          // The copy runs as many blocks an SM as the default one, or not at all.
+          plan.max_shared = CarveoutBlocksPerSm(max_shared_kernel, info, kBlock,
+                                                cudaSharedmemCarveoutMaxShared) == active;
+        }
+        if constexpr (std::is_same_v<T, float> && kBlock == 512 && kPacks == 4) {
+          HoldFloat512x4(kernel, info, rows, active, plan);
+        }
+        if constexpr (std::is_same_v<T, float> && kBlock == 128 && kPacks == 4) {
+          const auto* held = reinterpret_cast<const void*>(
+              &BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, false, true,
+                                          StoreFallback::kElements, Carveout::kMaxL1, kAhead>);
+          if (plan.ragged && !plan.max_shared &&
+              HoldFloat128x4(held, info, rows, window, active, plan)) {
+            plan.launch = &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks, false, true,
+                                                StoreFallback::kElements, Carveout::kMaxL1, kAhead>;
+          }
+        }
+        SetGrid(plan, rows, info, active, /*persistent=*/false);
+      };
+      if constexpr (kReadAheadShape<T, kBlock, kPacks>) {
+        const auto* ahead_kernel = reinterpret_cast<const void*>(
             &BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, false, true,
-                                        StoreFallback::kElements, Carveout::kMaxL1>);
-        if (plan.ragged && !plan.max_shared &&
-            HoldFloat128x4(held, info, rows, window, active, plan)) {
-          plan.launch = &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks, false, true,
-                                              StoreFallback::kElements, Carveout::kMaxL1>;
+                                        StoreFallback::kElements, Carveout::kDefault, true>);
+        if (ahead == ReadAheadChoice::kOn ||
+            (ahead == ReadAheadChoice::kPlanned && ReadsAheadPlanned(ahead_kernel, info, window))) {
+          fill(std::true_type{});
+          return;
         }
       }
-      SetGrid(plan, rows, info, active, /*persistent=*/false);
+      fill(std::false_type{});
     }
   };
   // The shapes above, and others for the lab's comparison.

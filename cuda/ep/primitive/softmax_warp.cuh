@@ -137,8 +137,13 @@ constexpr int kWarpEdges = (2 * (P - 1) + kWidth - 1) / kWidth;
 // those lanes (half, cols = 1025: 0.73x copy, then 0.92x). The edge code is compiled in only
 // where rows can have edges (kRagged: cols not a whole number of packs, or x off a 16-byte
 // boundary); aligned launches measured up to 10% slower with it.
+//
+// kReadAhead: thread 0 asks L2 for the bytes of x kReadAheadBytes past its block's rows
+// (ReadAhead), the block's kWarpsPerBlock tiles, which lie side by side, before their loads;
+// another copy of the kernel, so that the rungs that do not read ahead keep their code
+// (kWarpReadAheadShape says which do).
 template <typename T, Algorithm kAlgorithm, int kWidth, int kPacks, bool kRagged,
-          int kBytes = kPackBytes, int kRowsAsked = 0>
+          int kBytes = kPackBytes, int kRowsAsked = 0, bool kReadAhead = false>
 __global__ void __launch_bounds__(kWarpBlockSize, kWarpMinBlocksPerSm<T>)
     WarpSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int cols,
                       bool y_vector_ok) {
@@ -160,6 +165,12 @@ __global__ void __launch_bounds__(kWarpBlockSize, kWarpMinBlocksPerSm<T>)
 
   // The loop condition is per warp, not per group, so that every lane reaches every shuffle.
   for (int64_t tile = warp * kTileRows; tile < rows; tile += num_warps * kTileRows) {
+    if constexpr (kReadAhead) {
+      // Thread 0's tile is its block's first; the block's tiles end kWarpsPerBlock tiles on.
+      if (threadIdx.x == 0) {
+        ReadAhead(x, rows * cols, tile * cols, int64_t{kWarpsPerBlock} * kTileRows * cols);
+      }
+    }
     WarpPack packs[kRows][kPacks];        // the window's whole packs; -inf for the rest
     C e[kRows][kEdges > 0 ? kEdges : 1];  // this lane's edge columns; -inf past the edges
     int row_cols[kRows];  // cols, or 0 for a row past the end: then nothing is read or written
