@@ -186,31 +186,37 @@ def _x_of_at_least(kind: str, dtype: oneflite.dtype, cols: int, nbytes: int):
 @pytest.mark.parametrize("kind", list(OPS))
 @pytest.mark.parametrize("cols", [1536, 2044, 2048, 2049, 3072, 4096, 8192, 12345, 32768, 65536])
 def test_float_rows_of_512_packs_and_more_read_x_ahead_where_dram_is_wide(cols, kind):
-    # float rows whose block_registers window is 512 packs or more (kFloatReadAheadLeastPacks)
-    # run the kernels' copies that ask L2 for x's bytes 4 MiB past their own (ReadAhead), where
-    # the device can (ReadAheadRunsOn: an H200, not an H100); shorter windows (1536, and 2044
-    # columns on a boundary: 511 packs) and the other paths (65536: block_online) do not. x of 6
-    # MiB and more, so that the read-ahead of its last 4 MiB is clipped at its end.
+    # float rows whose block_registers window is 512 packs or more (kReadAheadLeastPacks) run
+    # the kernels' copies that ask L2 for x's bytes 4 MiB past their own (ReadAhead), where the
+    # device can (ReadAheadRunsOn: an H200, not an H100), but on 1024 threads (32768 columns);
+    # shorter windows (1536, and 2044 columns on a boundary: 511 packs) and the other paths
+    # (65536: block_online) do not. x of 6 MiB and more, so that the read-ahead of its last 4 MiB
+    # is clipped at its end.
+    # The trace reports the plan for rows on a 16-byte boundary (Describe) at either offset.
     ahead = _reads_ahead()
-    for offset, plan in _x_of_at_least(kind, oneflite.float32, cols, 6 << 20):
-        window = cols // 4 if offset == 0 and cols % 4 == 0 else (cols + 6) // 4
-        expect = ahead and plan.startswith("block_registers") and window >= 512
+    window = cols // 4 if cols % 4 == 0 else (cols + 6) // 4
+    for _, plan in _x_of_at_least(kind, oneflite.float32, cols, 6 << 20):
+        registers = "block_registers:" in plan
+        expect = ahead and registers and window >= 512 and " block=1024 " not in plan
         assert (" read_ahead" in plan) == expect, plan
         if cols in (2048, 4096, 8192, 32768):
-            assert plan.startswith("block_registers"), plan
+            assert registers, plan
 
 
 @pytest.mark.parametrize("kind", list(OPS))
 @pytest.mark.parametrize("dtype", [oneflite.float16, oneflite.bfloat16], ids=lambda d: d.name)
-@pytest.mark.parametrize("cols", [1024, 1025, 1280, 1281, 1536, 2000, 2048])
+@pytest.mark.parametrize("cols", [1024, 1025, 1280, 1281, 1536, 2000, 2047, 2048])
 def test_16bit_warp_rows_of_6_and_8_packs_a_lane_read_x_ahead_where_dram_is_wide(cols, dtype, kind):
-    # The 16-bit warp rungs of 32 lanes of 6 and 8 packs (rows of 1281-2048 columns, ragged
-    # ones from 1026) run their kernels' copies that read x ahead (kWarpReadAheadShape) where the
-    # device can; the rungs below do not. Every row's result is checked, x of 6 MiB and more.
+    # 16-bit rows of whole packs on the warp rungs of 32 lanes of 6 and 8 packs (1281-2048
+    # columns) run their kernels' copies that read x ahead (kWarpReadAheadShape) where the device
+    # can; rows with edge columns (off a 16-byte boundary, or of 1025, 1281 and 2047 columns) and
+    # the rungs below do not. Every row's result is checked, x of 6 MiB and more.
+    # The trace reports the plan for rows on a 16-byte boundary (Describe) at either offset; the
+    # rows one element past one run the ragged kernel, which does not read ahead.
     ahead = _reads_ahead()
     for _, plan in _x_of_at_least(kind, dtype, cols, 6 << 20):
         rung = re.search(r"warp: pack=8 cols_per_thread=(\d+) thread_group_width=32 ", plan)
-        expect = ahead and rung is not None and int(rung.group(1)) in (48, 64)
+        expect = ahead and cols % 8 == 0 and rung is not None and int(rung.group(1)) in (48, 64)
         assert (" read_ahead" in plan) == expect, plan
 
 

@@ -167,20 +167,27 @@ inline bool ReadAheadRunsOn(const void* kernel, const CudaDeviceInfo& info);
 constexpr int64_t kReadAheadL2Multiple = 10;
 
 // The warp rungs that read ahead where ReadAheadRunsOn: the 16-bit types' 32 lanes of 6 and 8
-// packs (rows of 1281-2048 columns), the rungs of the ladder's longest rows. Thread 0 asks for
-// its block's four rows.
-template <typename T, typename Shape>
+// packs, the ladder's longest rows, for rows of whole packs (1032-2048 columns). Thread 0
+// asks for its block's four rows. Measured on an H200 (tools/softmax_lab.cu, the plan against
+// ahead=off, 98304 rows, two rounds; half softmax, fractions of copy): 1536 columns 0.984-0.986
+// -> 0.997-0.998, 1800 0.983-0.984 -> 0.987-0.988, 2048 0.982-0.983 -> 1.002-1.003; ragged rows
+// level or behind (1281 0.966-0.967 -> 0.964, 2047 0.988-0.989 -> 0.987-0.988). (NOTES.md, item
+// 98.)
+template <typename T, typename Shape, bool kRagged>
 constexpr bool kWarpReadAheadShape =
-    kIs16Bit<T> && Shape::width == kWarpSize && (Shape::packs == 6 || Shape::packs == 8) &&
-    Shape::bytes == kPackBytes && Shape::rows == 0;
+    kIs16Bit<T> && !kRagged && Shape::width == kWarpSize &&
+    (Shape::packs == 6 || Shape::packs == 8) && Shape::bytes == kPackBytes && Shape::rows == 0;
 
-// The fewest window packs of a float block_registers row that reads ahead where
-// ReadAheadRunsOn (ReadsAheadPlanned): 2048 columns. Only shapes that hold that many have a copy
-// of their kernel that does.
-constexpr int64_t kFloatReadAheadLeastPacks = 512;
+// The block_registers shapes with a copy of their kernel that reads ahead: float's of fewer than
+// 1024 threads that hold rows of kReadAheadLeastPacks window packs or more (2048 columns).
+// ReadsAheadPlanned says which rows take it. The 16-bit types' shapes gained at one length of four
+// (tools/softmax_lab.cu with 16-bit copies, the plan against ahead=on, two rounds, half softmax,
+// fractions of copy: 4096 columns 0.976 -> 0.981, 6144 0.981-0.982 -> 0.982-0.983, 5000 1.000 ->
+// 0.996-0.997, 8192 0.976-0.977 -> 0.974), so they have none. (NOTES.md, item 98.)
+constexpr int64_t kReadAheadLeastPacks = 512;
 template <typename T, int kBlock, int kPacks>
 constexpr bool kReadAheadShape =
-    std::is_same_v<T, float> && int64_t{kBlock} * kPacks >= kFloatReadAheadLeastPacks;
+    std::is_same_v<T, float> && kBlock < 1024 && int64_t{kBlock} * kPacks >= kReadAheadLeastPacks;
 
 template <typename T, Algorithm kAlgorithm, typename Shape, bool kRagged, bool kReadAhead = false>
 void LaunchWarp(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols, const void* x,
@@ -492,7 +499,7 @@ void PlanWarpRung(const CudaDeviceInfo& info, int64_t rows, Plan& plan, ReadAhea
     SetGrid(plan, (rows + rows_per_block - 1) / rows_per_block, info,
             MaxActiveBlocksPerSm(kernel, info, kWarpBlockSize, 0), /*persistent=*/false);
   };
-  if constexpr (kWarpReadAheadShape<T, Shape>) {
+  if constexpr (kWarpReadAheadShape<T, Shape, kRagged>) {
     const auto* ahead_kernel =
         reinterpret_cast<const void*>(&WarpSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::packs,
                                                          kRagged, Shape::bytes, Shape::rows, true>);
@@ -1142,10 +1149,17 @@ inline bool ReadAheadRunsOn(const void* kernel, const CudaDeviceInfo& info) {
          BulkLoadRunsOn(kernel, info);
 }
 
-// float block_registers rows of kFloatReadAheadLeastPacks window packs or more read ahead where
-// ReadAheadRunsOn (`kernel`: the shape's copy that does). The measurements are NOTES.md item 98's.
+// The block_registers rows that read ahead where ReadAheadRunsOn (`kernel`: the shape's copy that
+// does): rows of kReadAheadLeastPacks window packs or more on the shapes that have such a copy
+// (kReadAheadShape: float's of fewer than 1024 threads). Measured on an H200 (tools/softmax_lab.cu,
+// the plan against ahead=off, two rounds; softmax, fractions of copy): 2048 columns 0.983 ->
+// 1.003-1.004 (log_softmax 0.985-0.986 -> 0.999), 2560 0.978-0.979 -> 0.989, 3072 0.978-0.979 ->
+// 0.987-0.993, 4096 0.996-0.997 -> 1.004-1.005, 8192 0.983 -> 0.996-0.997 (log_softmax 0.982 ->
+// 0.994-0.995), 12345 0.978-0.979 -> 0.988-0.989, 16384 0.979-0.980 -> 1.000; behind at 2049
+// (256 x 3, two thirds full), 0.991-0.995 -> 0.987-0.993; 32768 on 1024 x 8 behind, 0.981 ->
+// 0.964-0.965, so 1024 threads have no such copy. (NOTES.md, item 98.)
 inline bool ReadsAheadPlanned(const void* kernel, const CudaDeviceInfo& info, int64_t window) {
-  return window >= kFloatReadAheadLeastPacks && ReadAheadRunsOn(kernel, info);
+  return window >= kReadAheadLeastPacks && ReadAheadRunsOn(kernel, info);
 }
 
 // The rules above, each giving windows of `least` to `most` packs a block_registers shape other
