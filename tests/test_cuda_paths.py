@@ -205,18 +205,22 @@ def test_float_rows_of_512_packs_and_more_read_x_ahead_where_dram_is_wide(cols, 
 
 @pytest.mark.parametrize("kind", list(OPS))
 @pytest.mark.parametrize("dtype", [oneflite.float16, oneflite.bfloat16], ids=lambda d: d.name)
-@pytest.mark.parametrize("cols", [1024, 1025, 1280, 1281, 1536, 2000, 2047, 2048])
+@pytest.mark.parametrize("cols", [1024, 1025, 1032, 1272, 1280, 1281, 1536, 2000, 2047, 2048])
 def test_16bit_warp_rows_of_6_and_8_packs_a_lane_read_x_ahead_where_dram_is_wide(cols, dtype, kind):
-    # 16-bit rows of whole packs on the warp rungs of 32 lanes of 6 and 8 packs (1281-2048
-    # columns) run their kernels' copies that read x ahead (kWarpReadAheadShape) where the device
-    # can; rows with edge columns (off a 16-byte boundary, or of 1025, 1281 and 2047 columns) and
-    # the rungs below do not. Every row's result is checked, x of 6 MiB and more.
+    # 16-bit rows of whole packs on the warp rungs of 32 lanes of 6 and 8 packs run their
+    # kernels' copies that read x ahead (kWarpReadAheadShape) where the device can, from 160 packs
+    # (kWarpReadAheadLeastPacks: 1280-2048 columns); shorter rows on the same rung (1032, 1272),
+    # rows with edge columns (off a 16-byte boundary, or of 1025, 1281 and 2047 columns) and the
+    # rungs below do not. Every row's result is checked, x of 6 MiB and more.
     # The trace reports the plan for rows on a 16-byte boundary (Describe) at either offset; the
     # rows one element past one run the ragged kernel, which does not read ahead.
     ahead = _reads_ahead()
     for _, plan in _x_of_at_least(kind, dtype, cols, 6 << 20):
         rung = re.search(r"warp: pack=8 cols_per_thread=(\d+) thread_group_width=32 ", plan)
-        expect = ahead and cols % 8 == 0 and rung is not None and int(rung.group(1)) in (48, 64)
+        expect = ahead and cols % 8 == 0 and cols >= 1280 and rung is not None
+        assert rung is not None or cols <= 1025, plan
+        if rung is not None:
+            assert int(rung.group(1)) == (32 if cols <= 1025 else 48 if cols <= 1536 else 64), plan
         assert (" read_ahead" in plan) == expect, plan
 
 

@@ -167,12 +167,15 @@ inline bool ReadAheadRunsOn(const void* kernel, const CudaDeviceInfo& info);
 constexpr int64_t kReadAheadL2Multiple = 10;
 
 // The warp rungs that read ahead where ReadAheadRunsOn: the 16-bit types' 32 lanes of 6 and 8
-// packs, the ladder's longest rows, for rows of whole packs (1032-2048 columns). Thread 0
-// asks for its block's four rows. Measured on an H200 (tools/softmax_lab.cu, the plan against
-// ahead=off, 98304 rows, two rounds; half softmax, fractions of copy): 1536 columns 0.984-0.986
-// -> 0.997-0.998, 1800 0.983-0.984 -> 0.987-0.988, 2048 0.982-0.983 -> 1.002-1.003; ragged rows
-// level or behind (1281 0.966-0.967 -> 0.964, 2047 0.988-0.989 -> 0.987-0.988). (NOTES.md, item
-// 98.)
+// packs, the ladder's longest rows, for rows of whole packs, from kWarpReadAheadLeastPacks packs
+// (PlanPath; 1280-2048 columns). Thread 0 asks for its block's four rows. Measured on an H200
+// (tools/softmax_lab.cu, the plan against ahead=off, 98304 rows, two rounds; half softmax,
+// fractions of copy): 1280 columns 0.981-0.982 -> 0.989-0.990, 1288 0.969-0.970 -> 0.972-0.973,
+// 1536 0.984-0.986 -> 0.997-0.998, 1800 0.983-0.984 -> 0.987-0.988, 2048 0.982-0.983 ->
+// 1.002-1.003; shorter rows on 32 x 6 level or behind (1152 0.991 -> 0.990, 1032 0.981 ->
+// 0.970), and so were rows with edge columns (1281 0.966-0.967 -> 0.964, 2047 0.988-0.989 ->
+// 0.987-0.988). (NOTES.md, item 98.)
+constexpr int64_t kWarpReadAheadLeastPacks = 160;
 template <typename T, typename Shape, bool kRagged>
 constexpr bool kWarpReadAheadShape =
     kIs16Bit<T> && !kRagged && Shape::width == kWarpSize &&
@@ -1654,7 +1657,10 @@ Plan PlanPath(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_ali
           return;
         }
         chosen = true;
-        PlanWarp<T, kAlgorithm, Shape>(info, rows, ragged, plan);
+        const ReadAheadChoice ahead = whole_packs >= kWarpReadAheadLeastPacks
+                                          ? ReadAheadChoice::kPlanned
+                                          : ReadAheadChoice::kOff;
+        PlanWarp<T, kAlgorithm, Shape>(info, rows, ragged, plan, ahead);
       }
     });
     return plan;
