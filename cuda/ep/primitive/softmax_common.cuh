@@ -289,7 +289,7 @@ __device__ __forceinline__ ComputeType<T> RowLog(ComputeType<T> sum) {
 
 // How far past a block's own bytes of x it asks L2 for more (ReadAhead): 4 MiB. Lines asked for
 // too early are evicted before the block that reads them starts, and x is read twice: on an H200
-// (50 MiB of L2) that cliff was at 8 MiB for rows of 2048 columns, 10 MiB for float 1024-1536
+// (60 MiB of L2) that cliff was at 8 MiB for rows of 2048 columns, 10 MiB for float 1024-1536
 // and 12 MiB for float 8192 (NOTES.md, item 97), so 4 MiB is half the nearest. The planner reads
 // ahead only on devices with ten times this much L2 (ReadAheadRunsOn).
 constexpr int64_t kReadAheadBytes = int64_t{4} << 20;

@@ -161,7 +161,7 @@ enum class ReadAheadChoice { kPlanned, kOff, kOn };
 // The device can read ahead and the build compiled `kernel`, a copy that does, for it: bulk
 // prefetches (sm_90 on), a DRAM wide for its SMs (NarrowDram; on a narrow one no read-ahead was
 // measured), and an L2 of ten times kReadAheadBytes or more, so that the distance stays well
-// short of where lines are evicted before use (on an H200's 50 MiB: 8-12 MiB). Defined with the
+// short of where lines are evicted before use (on an H200's 60 MiB: 8-12 MiB). Defined with the
 // block_registers rules, whose DRAM test it shares.
 inline bool ReadAheadRunsOn(const void* kernel, const CudaDeviceInfo& info);
 constexpr int64_t kReadAheadL2Multiple = 10;
