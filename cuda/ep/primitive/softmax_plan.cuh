@@ -385,8 +385,8 @@ constexpr bool kIsRung = Shape::width == kWidth && Shape::packs == kPacks;
 // docs/_ext/sourcetables.py reads them from here for the ladder's table.
 template <typename T, typename Shape>
 constexpr bool kWarpShapeSkipped =
-    std::is_same_v<T, float>    ? kIsRung<Shape, 16, 1> || kIsRung<Shape, 32, 1> ||
-                                      kIsRung<Shape, 8, 4> || kIsRung<Shape, 16, 4>
+    std::is_same_v<T, float> ? kIsRung<Shape, 16, 1> || kIsRung<Shape, 32, 1> ||
+                                   kIsRung<Shape, 8, 4> || kIsRung<Shape, 16, 4>
     : std::is_same_v<T, double> ? kIsRung<Shape, 8, 2> || kIsRung<Shape, 16, 2> ||
                                       kIsRung<Shape, 8, 4> || kIsRung<Shape, 16, 4>
                                 : kIsRung<Shape, 8, 2> || kIsRung<Shape, 32, 1>;
