@@ -58,11 +58,14 @@
 //   ragged=on   block_registers (without a tail) by its kernel for rows of any alignment;
 //   ragged=off  by its kernel for rows of whole 16-byte packs (PlansWholeRowsKernel picks)
 //   stagger=off  no stagger of the first wave (StaggerFirstWave), on any of the plans above
+//   stagger=U   the first wave's groups a step of U microseconds apart, on any block path
 //   ahead=off   the plan's block_registers shape (no tail) or warp rung on its kernel's copy that
 //   ahead=on    does not read x ahead into L2 (ReadAhead), or on the one that does, where the
-//               shape has one (kReadAheadShape, kWarpReadAheadShape); occ=, wocc=, hold=off and
-//               carve= know only the copies that do not, so put ahead=off before them
-//   stagger=U   the first wave's groups a step of U microseconds apart, on any block path
+//               shape has one (kWarpReadAheadShape; in the lab every float block_registers shape
+//               below 1024 threads, kReadAheadShape); occ=, wocc=, hold=off and carve= know only
+//               the copies that do not, so put ahead=off before them. Built with
+//               -DONEFLITE_LAB_READ_AHEAD_KIB=N, the copies ask for the bytes N KiB on, not 4 MiB
+//               on (and the planner then reads ahead only where the L2 holds ten times that)
 //   warp=WxN[xB]  a warp rung the ladder does not have: W lanes a row, N packs of B bytes
 //               (default 16) a lane; one of ForEachLabWarpShape's below
 //   tile=WxN[xT[xM]]  warp_tile with W lanes a row, N words a lane and T tiles a warp (default

@@ -292,7 +292,11 @@ __device__ __forceinline__ ComputeType<T> RowLog(ComputeType<T> sum) {
 // (60 MiB of L2) that cliff was at 8 MiB for rows of 2048 columns, 10 MiB for float 1024-1536
 // and 12 MiB for float 8192 (NOTES.md, item 97), so 4 MiB is half the nearest. The planner reads
 // ahead only on devices with ten times this much L2 (ReadAheadRunsOn).
+#ifdef ONEFLITE_LAB_READ_AHEAD_KIB  // tools/softmax_lab.cu built to measure another distance
+constexpr int64_t kReadAheadBytes = int64_t{ONEFLITE_LAB_READ_AHEAD_KIB} << 10;
+#else
 constexpr int64_t kReadAheadBytes = int64_t{4} << 20;
+#endif
 
 // Asks L2 for x's elements [first, first + count), moved kReadAheadBytes on: the bytes a block
 // that starts a little later will read. One instruction (the copy engine's bulk prefetch, sm_90

@@ -187,10 +187,17 @@ constexpr bool kWarpReadAheadShape =
 // (tools/softmax_lab.cu with 16-bit copies, the plan against ahead=on, two rounds, half softmax,
 // fractions of copy: 4096 columns 0.976 -> 0.981, 6144 0.981-0.982 -> 0.982-0.983, 5000 1.000 ->
 // 0.996-0.997, 8192 0.976-0.977 -> 0.974), so they have none. (NOTES.md, item 98.)
+// tools/softmax_lab.cu builds a copy for every float shape below 1024 threads, so that ahead=on
+// measures the rows the rule leaves out.
 constexpr int64_t kReadAheadLeastPacks = 512;
+#ifdef ONEFLITE_SOFTMAX_LAB
+constexpr int64_t kReadAheadCopyLeastPacks = 0;
+#else
+constexpr int64_t kReadAheadCopyLeastPacks = kReadAheadLeastPacks;
+#endif
 template <typename T, int kBlock, int kPacks>
-constexpr bool kReadAheadShape =
-    std::is_same_v<T, float> && kBlock < 1024 && int64_t{kBlock} * kPacks >= kReadAheadLeastPacks;
+constexpr bool kReadAheadShape = std::is_same_v<T, float> && kBlock < 1024 &&
+                                 int64_t{kBlock} * kPacks >= kReadAheadCopyLeastPacks;
 
 template <typename T, Algorithm kAlgorithm, typename Shape, bool kRagged, bool kReadAhead = false>
 void LaunchWarp(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols, const void* x,
