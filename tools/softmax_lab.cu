@@ -59,13 +59,14 @@
 //   ragged=off  by its kernel for rows of whole 16-byte packs (PlansWholeRowsKernel picks)
 //   stagger=off  no stagger of the first wave (StaggerFirstWave), on any of the plans above
 //   stagger=U   the first wave's groups a step of U microseconds apart, on any block path
-//   ahead=off   the plan's block_registers shape (no tail) or warp rung on its kernel's copy that
-//   ahead=on    does not read x ahead into L2 (ReadAhead), or on the one that does, where the
-//               shape has one (kWarpReadAheadShape; in the lab every float block_registers shape
-//               below 1024 threads, kReadAheadShape); occ=, wocc=, hold=off and carve= know only
-//               the copies that do not, so put ahead=off before them. Built with
-//               -DONEFLITE_LAB_READ_AHEAD_KIB=N, the copies ask for the bytes N KiB on, not 4 MiB
-//               on (and the planner then reads ahead only where the L2 holds ten times that)
+//   ahead=off   the plan on its kernel's copy that does not read x ahead into L2 (ReadAhead), or
+//   ahead=on    on the one that does, where it has one: a warp rung of kWarpReadAheadShape, a
+//               block_registers shape (float's below 1024 threads, kReadAheadShape, and the
+//               cached-tail shapes), or block_smem's plain kernel; the last two the planner never
+//               reads ahead on. occ=, wocc=, hold=off and carve= know only the copies that do not,
+//               so put ahead=off before them. Built with -DONEFLITE_LAB_READ_AHEAD_KIB=N, the
+//               copies ask for the bytes N KiB on, not 4 MiB on (and the planner then reads ahead
+//               only where the L2 holds ten times that)
 //   warp=WxN[xB]  a warp rung the ladder does not have: W lanes a row, N packs of B bytes
 //               (default 16) a lane; one of ForEachLabWarpShape's below
 //   tile=WxN[xT[xM]]  warp_tile with W lanes a row, N words a lane and T tiles a warp (default
@@ -503,6 +504,21 @@ size_t LabHoldSmem(const void* kernel, const CudaDeviceInfo& info, int block_siz
   return active == blocks ? static_cast<size_t>(dynamic) : 0;
 }
 
+// Calls fn(block, packs, algorithm) tags for the cached-tail shapes PlanRegistersTail plans.
+template <typename T, typename Fn>
+void ForEachTailShape(Fn&& fn) {
+  auto shapes = [&](auto algo_tag) {
+    if constexpr (kIs16Bit<T>) {
+      fn(std::integral_constant<int, 256>{}, std::integral_constant<int, 2>{}, algo_tag);
+      fn(std::integral_constant<int, 512>{}, std::integral_constant<int, 2>{}, algo_tag);
+    } else if constexpr (std::is_same_v<T, float>) {
+      fn(std::integral_constant<int, 1024>{}, std::integral_constant<int, 8>{}, algo_tag);
+    }
+  };
+  shapes(std::integral_constant<Algorithm, Algorithm::kSoftmax>{});
+  shapes(std::integral_constant<Algorithm, Algorithm::kLogSoftmax>{});
+}
+
 // The plan's block_registers shape (no tail) or warp rung planned again over the same rows, on
 // its kernels' copies that read x ahead (ReadAheadChoice::kOn) or on the others (kOff), keeping
 // the plan's kernel for rows of whole packs or any rows and its stagger. False for other plans.
@@ -512,7 +528,54 @@ bool PlanReadAhead(const Options& options, const CudaDeviceInfo& info, int64_t r
   constexpr int P = PackSize<T>::value;
   Plan again = plan;
   bool ok = false;
-  if (plan.path == Path::kBlockRegisters && plan.cached_packs == 0 && !plan.bulk_load) {
+  if (plan.path == Path::kBlockRegisters && plan.cached_packs > 0) {
+    // A cached tail: the same launch on the kernel's copy that reads ahead, or not.
+    const bool on = choice == ReadAheadChoice::kOn;
+    ForEachTailShape<T>([&](auto block_tag, auto packs_tag, auto algo_tag) {
+      constexpr int kBlock = decltype(block_tag)::value;
+      constexpr int kPacks = decltype(packs_tag)::value;
+      constexpr Algorithm kAlgo = decltype(algo_tag)::value;
+      if (ok || kAlgo != options.algo || plan.block != kBlock ||
+          plan.cols_per_thread != kPacks * P) {
+        return;
+      }
+      ok = true;
+      // The copy's opt-in to the shared memory past 48 KiB, as the planner gives its kernels.
+      MaxDynamicSmem(
+          reinterpret_cast<const void*>(
+              &BlockRegisterSoftmaxKernel<T, kAlgo, kBlock, kPacks, true, true,
+                                          StoreFallback::kElements, Carveout::kDefault, true>),
+          info);
+      again.launch = on ? &LaunchBlockRegisters<T, kAlgo, kBlock, kPacks, true, true,
+                                                StoreFallback::kElements, Carveout::kDefault, true>
+                        : &LaunchBlockRegisters<T, kAlgo, kBlock, kPacks, true>;
+      again.read_ahead = on;
+    });
+  } else if (plan.path == Path::kBlockSmem) {
+    // block_smem's kernel of plan.block threads (the planner's plain copy), reading ahead or not.
+    const bool on = choice == ReadAheadChoice::kOn;
+    auto one = [&](auto block_tag, auto algo_tag) {
+      constexpr int kBlock = decltype(block_tag)::value;
+      constexpr Algorithm kAlgo = decltype(algo_tag)::value;
+      if (ok || kAlgo != options.algo || plan.block != kBlock ||
+          plan.launch != &LaunchBlock<T, kAlgo, kBlock>) {
+        return;
+      }
+      ok = true;
+      MaxDynamicSmem(reinterpret_cast<const void*>(
+                         &BlockSoftmaxKernel<T, kAlgo, kBlock, true, true, T, 0, true>),
+                     info);
+      again.launch = on ? &LaunchBlock<T, kAlgo, kBlock, true, true, T, 0, true>
+                        : &LaunchBlock<T, kAlgo, kBlock>;
+      again.read_ahead = on;
+    };
+    auto sizes = [&](auto algo_tag) {
+      one(std::integral_constant<int, 64>{}, algo_tag);
+      ForEachBlockSize<T>([&](auto block_tag) { one(block_tag, algo_tag); });
+    };
+    sizes(std::integral_constant<Algorithm, Algorithm::kSoftmax>{});
+    sizes(std::integral_constant<Algorithm, Algorithm::kLogSoftmax>{});
+  } else if (plan.path == Path::kBlockRegisters && plan.cached_packs == 0 && !plan.bulk_load) {
     const RowsKernel kernel = plan.ragged ? RowsKernel::kRagged : RowsKernel::kWhole;
     const int packs = plan.cols_per_thread / P;
     ok = options.algo == Algorithm::kSoftmax

@@ -208,9 +208,11 @@ __device__ __forceinline__ int PacksOwned(Index window, int tid) {
 // kAsyncCopy = false copies through registers (loads, then shared-memory stores),
 // kOnlineNormalizer = false finds the max and the sum in two passes instead of one, and Cache =
 // float (with kAsyncCopy = false: cp.async moves bytes as they are) caches a 16-bit row widened
-// to float, twice the shared memory, and never converts it again.
+// to float, twice the shared memory, and never converts it again. kReadAhead = true (so far
+// also the lab's alone, its ahead=on) has thread 0 ask L2 for the bytes of x kReadAheadBytes past
+// its row's before the row's copies (ReadAhead), as block_registers' copies that read ahead do.
 template <typename T, Algorithm kAlgorithm, int kBlock, bool kAsyncCopy = true,
-          bool kOnlineNormalizer = true, typename Cache = T, int kHeld = 0>
+          bool kOnlineNormalizer = true, typename Cache = T, int kHeld = 0, bool kReadAhead = false>
 __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
     BlockSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int64_t cols,
                        int cached_packs, bool y_vector_ok, Stagger stagger) {
@@ -311,6 +313,9 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
   // A block that strides to a further row copies it over the last one's cache: each thread
   // overwrites only slots it has finished reading itself.
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    if constexpr (kReadAhead) {
+      if (tid == 0) { ReadAhead(x, rows * cols, row * cols, cols); }
+    }
     const T* x_row = x + row * cols;
     T* y_row = y + row * cols;
     const int head = HeadOffset(x_row);

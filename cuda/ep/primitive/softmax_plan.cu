@@ -130,7 +130,8 @@ std::string ToString(const Plan& plan) {
           << (plan.read_ahead ? " read_ahead" : "");
       break;
     case Path::kBlockSmem:
-      out << "block_smem: pack=" << plan.pack << " block=" << plan.block << " smem=" << plan.smem;
+      out << "block_smem: pack=" << plan.pack << " block=" << plan.block << " smem=" << plan.smem
+          << (plan.read_ahead ? " read_ahead" : "");
       break;
     case Path::kBlockOnline:
       out << "block_online: pack=" << plan.pack << " block=" << plan.block << " smem=" << plan.smem

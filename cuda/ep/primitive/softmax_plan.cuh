@@ -109,8 +109,9 @@ struct Plan {
   // block_registers' 128 x 1 on rows of exactly 128 whole packs: the kernel whose row comes in
   // by one bulk copy (BulkLoadSoftmaxKernel, sm_90 on).
   bool bulk_load = false;
-  // block_registers and the warp path: the launch runs the kernel's copy that asks L2 for x's
-  // bytes ahead of its own (ReadAhead; ReadsAheadPlanned and kWarpReadAheadShape say where).
+  // block_registers and the warp path (block_smem in tools/softmax_lab.cu only): the launch runs
+  // the kernel's copy that asks L2 for x's bytes ahead of its own (ReadAhead; ReadsAheadPlanned
+  // and kWarpReadAheadShape say where).
   bool read_ahead = false;
   LaunchFn launch = nullptr;
 };
@@ -219,10 +220,10 @@ void LaunchTile(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t col
 }
 
 template <typename T, Algorithm kAlgorithm, int kBlock, bool kAsyncCopy = true,
-          bool kOnlineNormalizer = true, typename Cache = T, int kHeld = 0>
+          bool kOnlineNormalizer = true, typename Cache = T, int kHeld = 0, bool kReadAhead = false>
 void LaunchBlock(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols, const void* x,
                  void* y) {
-  BlockSoftmaxKernel<T, kAlgorithm, kBlock, kAsyncCopy, kOnlineNormalizer, Cache, kHeld>
+  BlockSoftmaxKernel<T, kAlgorithm, kBlock, kAsyncCopy, kOnlineNormalizer, Cache, kHeld, kReadAhead>
       <<<plan.grid, kBlock, plan.smem, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), rows,
                                                  cols, plan.cached_packs, SameAlignment(x, y),
                                                  plan.stagger);
