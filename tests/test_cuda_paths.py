@@ -178,7 +178,7 @@ def _x_of_at_least(kind: str, dtype: oneflite.dtype, cols: int, nbytes: int):
     """Runs `kind` over rows of `cols` that start on a 16-byte boundary and one element past
     one, enough of them that x holds `nbytes` or more, so that a block's read-ahead reaches rows
     of x and is clipped at its end. Checks every row's result against the reference and yields
-    (offset, the launch's plan)."""
+    (offset, the plan the trace reports: the one for rows on a 16-byte boundary)."""
     rows = max(5, -(-nbytes // (cols * dtype.itemsize)))
     yield from _aligned_and_off_a_boundary(kind, dtype, rows, cols)
 

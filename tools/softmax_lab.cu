@@ -519,18 +519,23 @@ void ForEachTailShape(Fn&& fn) {
   shapes(std::integral_constant<Algorithm, Algorithm::kLogSoftmax>{});
 }
 
-// The plan's block_registers shape (no tail) or warp rung planned again over the same rows, on
-// its kernels' copies that read x ahead (ReadAheadChoice::kOn) or on the others (kOff), keeping
-// the plan's kernel for rows of whole packs or any rows and its stagger. False for other plans.
+// The plan on its kernel's copy that reads x ahead (ReadAheadChoice::kOn) or on the other (kOff):
+// a block_registers shape or warp rung planned again over the same rows, keeping the plan's
+// kernel for rows of whole packs or any rows and its stagger; a cached tail or block_smem's plain
+// kernel launched by the other copy as planned. False for other plans.
 template <typename T>
 bool PlanReadAhead(const Options& options, const CudaDeviceInfo& info, int64_t rows, int64_t cols,
                    ReadAheadChoice choice, Plan& plan) {
   constexpr int P = PackSize<T>::value;
   Plan again = plan;
   bool ok = false;
+  const bool on = choice == ReadAheadChoice::kOn;
+  // The read-ahead copy's opt-in to the shared memory past 48 KiB, as the planner gives its own.
+  auto opt_in = [&](const void* kernel) {
+    if (on) { MaxDynamicSmem(kernel, info); }
+  };
   if (plan.path == Path::kBlockRegisters && plan.cached_packs > 0) {
     // A cached tail: the same launch on the kernel's copy that reads ahead, or not.
-    const bool on = choice == ReadAheadChoice::kOn;
     ForEachTailShape<T>([&](auto block_tag, auto packs_tag, auto algo_tag) {
       constexpr int kBlock = decltype(block_tag)::value;
       constexpr int kPacks = decltype(packs_tag)::value;
@@ -540,12 +545,9 @@ bool PlanReadAhead(const Options& options, const CudaDeviceInfo& info, int64_t r
         return;
       }
       ok = true;
-      // The copy's opt-in to the shared memory past 48 KiB, as the planner gives its kernels.
-      MaxDynamicSmem(
-          reinterpret_cast<const void*>(
-              &BlockRegisterSoftmaxKernel<T, kAlgo, kBlock, kPacks, true, true,
-                                          StoreFallback::kElements, Carveout::kDefault, true>),
-          info);
+      opt_in(reinterpret_cast<const void*>(
+          &BlockRegisterSoftmaxKernel<T, kAlgo, kBlock, kPacks, true, true,
+                                      StoreFallback::kElements, Carveout::kDefault, true>));
       again.launch = on ? &LaunchBlockRegisters<T, kAlgo, kBlock, kPacks, true, true,
                                                 StoreFallback::kElements, Carveout::kDefault, true>
                         : &LaunchBlockRegisters<T, kAlgo, kBlock, kPacks, true>;
@@ -553,7 +555,6 @@ bool PlanReadAhead(const Options& options, const CudaDeviceInfo& info, int64_t r
     });
   } else if (plan.path == Path::kBlockSmem) {
     // block_smem's kernel of plan.block threads (the planner's plain copy), reading ahead or not.
-    const bool on = choice == ReadAheadChoice::kOn;
     auto one = [&](auto block_tag, auto algo_tag) {
       constexpr int kBlock = decltype(block_tag)::value;
       constexpr Algorithm kAlgo = decltype(algo_tag)::value;
@@ -562,9 +563,8 @@ bool PlanReadAhead(const Options& options, const CudaDeviceInfo& info, int64_t r
         return;
       }
       ok = true;
-      MaxDynamicSmem(reinterpret_cast<const void*>(
-                         &BlockSoftmaxKernel<T, kAlgo, kBlock, true, true, T, 0, true>),
-                     info);
+      opt_in(reinterpret_cast<const void*>(
+          &BlockSoftmaxKernel<T, kAlgo, kBlock, true, true, T, 0, true>));
       again.launch = on ? &LaunchBlock<T, kAlgo, kBlock, true, true, T, 0, true>
                         : &LaunchBlock<T, kAlgo, kBlock>;
       again.read_ahead = on;
