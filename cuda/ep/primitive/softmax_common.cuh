@@ -289,9 +289,11 @@ __device__ __forceinline__ ComputeType<T> RowLog(ComputeType<T> sum) {
 
 // How far past a block's own bytes of x it asks L2 for more (ReadAhead): 4 MiB. Lines asked for
 // too early are evicted before the block that reads them starts, and x is read twice: on an H200
-// (60 MiB of L2) that cliff was at 8 MiB for rows of 2048 columns, 10 MiB for float 1024-1536
-// and 12 MiB for float 8192 (NOTES.md, item 97), so 4 MiB is half the nearest. The planner reads
-// ahead only on devices with ten times this much L2 (ReadAheadRunsOn).
+// (60 MiB of L2) that cliff was at 8 MiB for rows of 2048 columns and float 12345 (16384 lost
+// 1.3% there), 10 MiB for float 1024-1536 and 12 MiB for float 8192 (NOTES.md, items 97 and 99),
+// so 4 MiB is half the nearest. One distance serves every row: over float 1024-16384 columns 4
+// MiB was the best of 2, 4, 6 and 8 MiB, or within 0.5% of it, but at 8192 (8 MiB +0.6%; item
+// 99). The planner reads ahead only on devices with ten times this much L2 (ReadAheadRunsOn).
 #ifdef ONEFLITE_LAB_READ_AHEAD_KIB  // tools/softmax_lab.cu built to measure another distance
 constexpr int64_t kReadAheadBytes = int64_t{ONEFLITE_LAB_READ_AHEAD_KIB} << 10;
 #else
