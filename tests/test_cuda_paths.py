@@ -226,6 +226,36 @@ def test_16bit_warp_rows_of_6_and_8_packs_a_lane_read_x_ahead_where_dram_is_wide
 
 @pytest.mark.parametrize("kind", list(OPS))
 @pytest.mark.parametrize("dtype", [oneflite.float16, oneflite.bfloat16], ids=lambda d: d.name)
+@pytest.mark.parametrize("cols", [29704, 30720, 32768, 33001, 36864, 37632, 37696, 40960])
+def test_16bit_softmax_rows_of_whole_lines_on_block_smem_read_x_ahead_up_to_37632_columns(
+    cols, dtype, kind
+):
+    # 16-bit softmax rows on block_smem's 512 threads of up to 4704 packs (37632 columns) run the
+    # kernel's copy that reads x ahead where the device can (PlanBlockSmemReadAhead) if their rows
+    # are whole 128-byte lines (64 columns): not 29704 or 33001, not log_softmax, and not 37696
+    # or 40960 columns. bfloat16 softmax rows up to 36864 columns take the cached tail instead.
+    # Every row's result is checked, x of 6 MiB and more, from a 16-byte boundary and one element
+    # past one (the trace reports the plan for the first at both), and from 16 bytes past a
+    # 128-byte line, where LaunchBlock runs the plain copy.
+    ahead = _reads_ahead()
+    for _, plan in _x_of_at_least(kind, dtype, cols, 6 << 20):
+        on_512 = "block_smem: pack=8 block=512 " in plan
+        if ahead:
+            tail = "block_registers:" in plan and " tail_cols=" in plan
+            bfloat16_tail = dtype == oneflite.bfloat16 and kind == "softmax" and cols <= 36864
+            assert (tail if bfloat16_tail else on_512), plan
+        expect = ahead and kind == "softmax" and on_512 and cols % 64 == 0 and cols <= 37632
+        assert (" read_ahead" in plan) == expect, plan
+    op, ref = OPS[kind]
+    values = _values(64, cols, seed=cols + 1)
+    flat = make_tensor(np.concatenate([np.zeros(8), values.ravel()]), dtype, DEVICE)
+    x = flat._as_strided([64, cols], [cols, 1], 8)
+    assert_close(to_float64(op(x, -1)), ref(to_float64(x), 1), dtype, log=kind == "log_softmax",
+                 err_msg="x 16 bytes past a line")
+
+
+@pytest.mark.parametrize("kind", list(OPS))
+@pytest.mark.parametrize("dtype", [oneflite.float16, oneflite.bfloat16], ids=lambda d: d.name)
 @pytest.mark.parametrize("cols", [13000, 14336, 16000, 16384])
 def test_16bit_rows_of_1792_to_2048_packs_take_512_threads_where_dram_is_narrow(cols, dtype, kind):
     # 16-bit rows whose window is 1792-2048 packs take block_registers' 512 threads of 4 packs

@@ -62,11 +62,12 @@
 //   ahead=off   the plan on its kernel's copy that does not read x ahead into L2 (ReadAhead), or
 //   ahead=on    on the one that does, where it has one: a warp rung of kWarpReadAheadShape, a
 //               block_registers shape (float's below 1024 threads, kReadAheadShape, and the
-//               cached-tail shapes), or block_smem's plain kernel; the last two the planner never
-//               reads ahead on. occ=, wocc=, hold=off and carve= know only the copies that do not,
-//               so put ahead=off before them. Built with -DONEFLITE_LAB_READ_AHEAD_KIB=N, the
-//               copies ask for the bytes N KiB on, not 4 MiB on (and the planner then reads ahead
-//               only where the L2 holds ten times that)
+//               cached-tail shapes), or block_smem's plain kernel; the planner never reads ahead
+//               on the cached tails, and on block_smem only for 16-bit softmax rows of up to
+//               37632 columns (PlanBlockSmemReadAhead). occ=, wocc=, hold=off and carve= know only
+//               the copies that do not, so put ahead=off before them. Built with
+//               -DONEFLITE_LAB_READ_AHEAD_KIB=N, the copies ask for the bytes N KiB on, not 4 MiB
+//               on (and the planner then reads ahead only where the L2 holds ten times that)
 //   warp=WxN[xB]  a warp rung the ladder does not have: W lanes a row, N packs of B bytes
 //               (default 16) a lane; one of ForEachLabWarpShape's below
 //   tile=WxN[xT[xM]]  warp_tile with W lanes a row, N words a lane and T tiles a warp (default
@@ -554,12 +555,14 @@ bool PlanReadAhead(const Options& options, const CudaDeviceInfo& info, int64_t r
       again.read_ahead = on;
     });
   } else if (plan.path == Path::kBlockSmem) {
-    // block_smem's kernel of plan.block threads (the planner's plain copy), reading ahead or not.
+    // block_smem's kernel of plan.block threads (the planner's plain copy, or the one that reads
+    // ahead), reading ahead or not.
     auto one = [&](auto block_tag, auto algo_tag) {
       constexpr int kBlock = decltype(block_tag)::value;
       constexpr Algorithm kAlgo = decltype(algo_tag)::value;
       if (ok || kAlgo != options.algo || plan.block != kBlock ||
-          plan.launch != &LaunchBlock<T, kAlgo, kBlock>) {
+          (plan.launch != &LaunchBlock<T, kAlgo, kBlock> &&
+           plan.launch != &LaunchBlock<T, kAlgo, kBlock, true, true, T, 0, true>)) {
         return;
       }
       ok = true;

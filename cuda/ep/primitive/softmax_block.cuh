@@ -208,10 +208,11 @@ __device__ __forceinline__ int PacksOwned(Index window, int tid) {
 // kAsyncCopy = false copies through registers (loads, then shared-memory stores),
 // kOnlineNormalizer = false finds the max and the sum in two passes instead of one, and Cache =
 // float (with kAsyncCopy = false: cp.async moves bytes as they are) caches a 16-bit row widened
-// to float, twice the shared memory, and never converts it again. A fourth is the lab's alone so
-// far (its ahead=on): kReadAhead = true has thread 0 ask L2 for the bytes of x kReadAheadBytes
-// past its row's before the row's copies (ReadAhead), as block_registers' copies that read ahead
-// do.
+// to float, twice the shared memory, and never converts it again. A fourth, kReadAhead = true,
+// has thread 0 ask L2 for the bytes of x kReadAheadBytes past its row's before the row's copies
+// (ReadAhead), as block_registers' copies that read ahead do: the planner takes it for 16-bit
+// softmax rows of whole 128-byte lines on 512 threads (PlanBlockSmemReadAhead), and the lab's
+// ahead=on for any block size.
 template <typename T, Algorithm kAlgorithm, int kBlock, bool kAsyncCopy = true,
           bool kOnlineNormalizer = true, typename Cache = T, int kHeld = 0, bool kReadAhead = false>
 __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)

@@ -20,9 +20,10 @@
 //                 Reads x once.
 //
 // Every path launches one block per tile of rows (SetGrid). On sm_90 with a wide DRAM and a
-// large L2, float block_registers rows of 2048 columns and more (below 1024 threads) and the
-// 16-bit warp path's rows of 1280-2048 run copies of their kernels that ask L2 for x's bytes
-// 4 MiB ahead of their own (ReadAhead).
+// large L2, float block_registers rows of 2048 columns and more (below 1024 threads), the 16-bit
+// warp path's rows of 1280-2048 and 16-bit softmax rows of whole 128-byte lines on block_smem's
+// 512 threads (up to 37632 columns) run copies of their kernels that ask L2 for x's bytes 4 MiB
+// ahead of their own (ReadAhead).
 //
 // Both block paths are one kernel (BlockSoftmaxKernel). Its first pass keeps a running
 // (max, sum) pair per thread (the online normalizer), so max and sum come from one pass over

@@ -109,9 +109,9 @@ struct Plan {
   // block_registers' 128 x 1 on rows of exactly 128 whole packs: the kernel whose row comes in
   // by one bulk copy (BulkLoadSoftmaxKernel, sm_90 on).
   bool bulk_load = false;
-  // block_registers and the warp path (block_smem in tools/softmax_lab.cu only): the launch runs
-  // the kernel's copy that asks L2 for x's bytes ahead of its own (ReadAhead; ReadsAheadPlanned
-  // and kWarpReadAheadShape say where).
+  // block_registers, the warp path and block_smem: the launch runs the kernel's copy that asks
+  // L2 for x's bytes ahead of its own (ReadAhead; ReadsAheadPlanned, kWarpReadAheadShape and
+  // PlanBlockSmemReadAhead say where; block_smem's only where x starts on a 128-byte line).
   bool read_ahead = false;
   LaunchFn launch = nullptr;
 };
@@ -200,6 +200,27 @@ template <typename T, int kBlock, int kPacks>
 constexpr bool kReadAheadShape = std::is_same_v<T, float> && kBlock < 1024 &&
                                  int64_t{kBlock} * kPacks >= kReadAheadCopyLeastPacks;
 
+// block_smem's launches that read ahead where ReadAheadRunsOn: 16-bit softmax rows on
+// kBlockSmemReadAheadBlock threads of up to kBlockSmemReadAheadMostPacks packs (half rows of
+// 29697-37632 columns, bfloat16 36865-37632: PlanCachedTail's 256 x 2 takes the shorter ones)
+// whose rows are whole 128-byte lines (PlanBlockSmemReadAhead), when x starts on a line
+// (LaunchBlock runs the plain copy otherwise). Thread 0 asks before its row's copies. Measured
+// on an H200 (tools/softmax_lab.cu, the plan against ahead=on, benchmark rows, two rounds; the
+// kernel's 47 registers hold it to 2 blocks an SM; softmax, fractions of copy): half 30720
+// columns 0.917 -> 0.930, 31744 0.929-0.931 -> 0.935-0.938, 32768 0.940-0.942 -> 0.947-0.953,
+// 35840 0.935 -> 0.939, 36864 0.938 -> 0.945, 37632 0.964-0.965 -> 0.967; bfloat16 37120
+// 0.923-0.924 -> 0.937-0.938, 37376 0.923-0.927 -> 0.937-0.943, 37632 0.925-0.928 ->
+// 0.939-0.940. Rows that are not whole lines lost (half 29704 0.882-0.886 -> 0.860-0.863, 30000
+// 0.912-0.914 -> 0.896-0.899, 34000 -0.9%, 36000 -0.5-0.7%, 33001 -1.0-1.2%; bfloat16 37000
+// 0.886-0.889 -> 0.869-0.873), and so did longer rows of whole lines, or they were level (half
+// 40960 -0.2-0.5%, 49152 -0.3-0.5%, 57344 +0.5%; bfloat16 40960 and 57344 level, 49152 -0.9%).
+// log_softmax, whose output pass has no exp, gained 0.2-0.4% (half 30720 and 36864) and keeps
+// the plain copy. (NOTES.md, item 100.)
+constexpr int kBlockSmemReadAheadBlock = 512;
+constexpr int64_t kBlockSmemReadAheadMostPacks = 4704;
+template <typename T, Algorithm kAlgorithm>
+constexpr bool kBlockSmemReadAheadCopy = kIs16Bit<T> && kAlgorithm == Algorithm::kSoftmax;
+
 template <typename T, Algorithm kAlgorithm, typename Shape, bool kRagged, bool kReadAhead = false>
 void LaunchWarp(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols, const void* x,
                 void* y) {
@@ -219,10 +240,19 @@ void LaunchTile(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t col
   ONEFLITE_CUDA_CHECK_LAUNCH();
 }
 
+// The copy that reads ahead (kReadAhead) runs where x starts on a 128-byte line, so that with
+// rows of whole lines (PlanBlockSmemReadAhead) every row does; elsewhere the plain copy runs.
 template <typename T, Algorithm kAlgorithm, int kBlock, bool kAsyncCopy = true,
           bool kOnlineNormalizer = true, typename Cache = T, int kHeld = 0, bool kReadAhead = false>
 void LaunchBlock(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols, const void* x,
                  void* y) {
+  if constexpr (kReadAhead) {
+    if (!LineAligned(x)) {
+      LaunchBlock<T, kAlgorithm, kBlock, kAsyncCopy, kOnlineNormalizer, Cache, kHeld>(
+          plan, stream, rows, cols, x, y);
+      return;
+    }
+  }
   BlockSoftmaxKernel<T, kAlgorithm, kBlock, kAsyncCopy, kOnlineNormalizer, Cache, kHeld, kReadAhead>
       <<<plan.grid, kBlock, plan.smem, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), rows,
                                                  cols, plan.cached_packs, SameAlignment(x, y),
@@ -1173,6 +1203,29 @@ inline bool ReadsAheadPlanned(const void* kernel, const CudaDeviceInfo& info, in
   return window >= kReadAheadLeastPacks && ReadAheadRunsOn(kernel, info);
 }
 
+// block_smem's plan of `active` blocks an SM moved onto the kernel's copy that reads ahead, for
+// the rows of kBlockSmemReadAheadCopy's rule: 16-bit softmax on kBlockSmemReadAheadBlock threads,
+// windows of up to kBlockSmemReadAheadMostPacks packs, rows of whole 128-byte lines from a
+// 16-byte boundary (`x_aligned`; LaunchBlock asks for the line), and as many blocks of that copy
+// an SM. The plan is left as it is elsewhere.
+template <typename T, Algorithm kAlgorithm>
+void PlanBlockSmemReadAhead(const CudaDeviceInfo& info, int64_t cols, bool x_aligned, int active,
+                            Plan& plan) {
+  if constexpr (kBlockSmemReadAheadCopy<T, kAlgorithm>) {
+    constexpr int kBlock = kBlockSmemReadAheadBlock;
+    const auto* kernel = reinterpret_cast<const void*>(
+        &BlockSoftmaxKernel<T, kAlgorithm, kBlock, true, true, T, 0, true>);
+    if (!x_aligned || plan.block != kBlock || plan.cached_packs > kBlockSmemReadAheadMostPacks ||
+        cols * static_cast<int64_t>(sizeof(T)) % kLineBytes != 0 ||
+        !ReadAheadRunsOn(kernel, info) || plan.smem > MaxDynamicSmem(kernel, info) ||
+        MaxActiveBlocksPerSm(kernel, info, kBlock, plan.smem) != active) {
+      return;
+    }
+    plan.read_ahead = true;
+    plan.launch = &LaunchBlock<T, kAlgorithm, kBlock, true, true, T, 0, true>;
+  }
+}
+
 // The rules above, each giving windows of `least` to `most` packs a block_registers shape other
 // than their range's (kFloatShapes, k16BitShapes, or none): where the DRAM is narrow or wide
 // (NarrowDram), for rows of whole packs only where they say so, and once the launch has
@@ -1727,6 +1780,7 @@ Plan PlanPath(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_ali
   ForEachBlockSize<T>(consider);
   if (best_active == 1 && PlanTwoPerSm<T, kAlgorithm>(info, rows, window, plan)) { return plan; }
   if (best_active > 0) {
+    PlanBlockSmemReadAhead<T, kAlgorithm>(info, cols, x_aligned, best_active, plan);
     SetGrid(plan, rows, info, best_active, /*persistent=*/false);
     return plan;
   }
