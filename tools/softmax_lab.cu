@@ -505,19 +505,18 @@ size_t LabHoldSmem(const void* kernel, const CudaDeviceInfo& info, int block_siz
   return active == blocks ? static_cast<size_t>(dynamic) : 0;
 }
 
-// Calls fn(block, packs, algorithm) tags for the cached-tail shapes PlanRegistersTail plans.
+// Calls fn(block, packs, algorithm) tags for the cached-tail shapes the planner takes
+// (ForEachPlannedTailShape), for both algorithms; none for double, which has no tail.
 template <typename T, typename Fn>
 void ForEachTailShape(Fn&& fn) {
-  auto shapes = [&](auto algo_tag) {
-    if constexpr (kIs16Bit<T>) {
-      fn(std::integral_constant<int, 256>{}, std::integral_constant<int, 2>{}, algo_tag);
-      fn(std::integral_constant<int, 512>{}, std::integral_constant<int, 2>{}, algo_tag);
-    } else if constexpr (std::is_same_v<T, float>) {
-      fn(std::integral_constant<int, 1024>{}, std::integral_constant<int, 8>{}, algo_tag);
-    }
-  };
-  shapes(std::integral_constant<Algorithm, Algorithm::kSoftmax>{});
-  shapes(std::integral_constant<Algorithm, Algorithm::kLogSoftmax>{});
+  if constexpr (!std::is_same_v<T, double>) {
+    auto shapes = [&](auto algo_tag) {
+      ForEachPlannedTailShape<T>(
+          [&](auto block_tag, auto packs_tag) { fn(block_tag, packs_tag, algo_tag); });
+    };
+    shapes(std::integral_constant<Algorithm, Algorithm::kSoftmax>{});
+    shapes(std::integral_constant<Algorithm, Algorithm::kLogSoftmax>{});
+  }
 }
 
 // The plan on its kernel's copy that reads x ahead (ReadAheadChoice::kOn) or on the other (kOff):

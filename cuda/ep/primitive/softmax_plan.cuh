@@ -1540,6 +1540,18 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
   return chosen;
 }
 
+// Calls fn(block, packs) with integral_constant tags for each cached-tail shape the planner
+// takes (PlanCachedTail): the 16-bit types' 256 x 2 and 512 x 2, float's 1024 x 8.
+template <typename T, typename Fn>
+void ForEachPlannedTailShape(Fn&& fn) {
+  if constexpr (kIs16Bit<T>) {
+    fn(std::integral_constant<int, 256>{}, std::integral_constant<int, 2>{});
+    fn(std::integral_constant<int, 512>{}, std::integral_constant<int, 2>{});
+  } else {
+    fn(std::integral_constant<int, 1024>{}, std::integral_constant<int, 8>{});
+  }
+}
+
 // Fills `plan` for block_registers with a cached tail (see BlockRegisterSoftmaxKernel): `block`
 // threads of `packs` register packs each, and the rest of the row's window in shared memory, as
 // many slots a thread as that takes. False when the shape's registers hold the row already, or
@@ -1577,13 +1589,8 @@ bool PlanRegistersTail(const CudaDeviceInfo& info, int64_t rows, int64_t cols, b
               /*persistent=*/false);
     }
   };
-  // The planner's shapes (PlanCachedTail), and others for the lab's comparison.
-  if constexpr (kIs16Bit<T>) {
-    consider(std::integral_constant<int, 256>{}, std::integral_constant<int, 2>{});
-    consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 2>{});
-  } else {
-    consider(std::integral_constant<int, 1024>{}, std::integral_constant<int, 8>{});
-  }
+  // The planner's shapes, and others for the lab's comparison.
+  ForEachPlannedTailShape<T>(consider);
 #ifdef ONEFLITE_SOFTMAX_LAB
   consider(std::integral_constant<int, 256>{}, std::integral_constant<int, 2>{});
   consider(std::integral_constant<int, 512>{}, std::integral_constant<int, 2>{});
