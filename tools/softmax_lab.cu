@@ -1063,19 +1063,17 @@ __global__ void __launch_bounds__(kRowThreads* kRowsPerBlock)
 }
 
 // split=K/B (lab only; build with -DONEFLITE_LAB_PDL, which has every block kernel allow its
-// dependents to launch as it starts): the plan on all rows but the last K, then block_smem's
-// B-thread kernel (512 or 1024) on those K rows, launched behind it with programmatic dependent
-// launch, so that its blocks take the SMs the plan's last blocks leave. The two kernels write
-// disjoint rows and the second never waits on the first.
+// dependents to launch as it starts): a block_smem plan on all rows but the last K (0 < K <
+// rows), then block_smem's B-thread kernel (512 or 1024) on those K rows, launched behind it with
+// programmatic dependent launch, so that its blocks take the SMs the plan's last blocks leave.
+// The two kernels write disjoint rows; the second waits on the first only as it ends.
 template <typename T>
-bool LaunchSplit(Algorithm algo, const CudaDeviceInfo& info, const Plan& plan, cudaStream_t stream,
+void LaunchSplit(Algorithm algo, const CudaDeviceInfo& info, const Plan& plan, cudaStream_t stream,
                  int64_t rows, int64_t cols, const T* x, T* y, int64_t k, int block) {
-  if (plan.path != Path::kBlockSmem || k <= 0 || k >= rows) { return false; }
   Plan first = plan;
   const int64_t first_rows = rows - k;
   if (!first.persistent) { first.grid = static_cast<int>(first_rows); }
   first.launch(first, stream, first_rows, cols, x, y);
-  bool launched = false;
   auto launch = [&](auto kernel, int threads) {
     MaxDynamicSmem(reinterpret_cast<const void*>(kernel), info);
     cudaLaunchConfig_t config = {};
@@ -1090,7 +1088,6 @@ bool LaunchSplit(Algorithm algo, const CudaDeviceInfo& info, const Plan& plan, c
     config.numAttrs = 1;
     LAB_CHECK(cudaLaunchKernelEx(&config, kernel, x + first_rows * cols, y + first_rows * cols, k,
                                  cols, plan.cached_packs, SameAlignment(x, y), Stagger{}));
-    launched = true;
   };
   auto with_block = [&](auto block_tag) {
     constexpr int kBlock = decltype(block_tag)::value;
@@ -1105,7 +1102,6 @@ bool LaunchSplit(Algorithm algo, const CudaDeviceInfo& info, const Plan& plan, c
   };
   with_block(std::integral_constant<int, 512>{});
   with_block(std::integral_constant<int, 1024>{});
-  return launched;
 }
 
 template <typename T, int kRowsPerBlock>
@@ -1395,8 +1391,16 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
         const size_t slash = variant.find('/');
         split_rows = std::stoll(variant.substr(6, slash - 6));
         if (slash != std::string::npos) { split_block = std::stoi(variant.substr(slash + 1)); }
-        if (plan.path != Path::kBlockSmem || split_rows >= rows) {
-          std::fprintf(stderr, "softmax_lab: %s is for block_smem plans of more rows\n",
+#ifndef ONEFLITE_LAB_PDL
+        std::fprintf(stderr, "softmax_lab: %s needs a build with -DONEFLITE_LAB_PDL\n",
+                     variant.c_str());
+        continue;
+#endif
+        const bool block_ok =
+            split_block == 512 || (split_block == 1024 && kMaxBlockSize<T> >= 1024);
+        if (plan.path != Path::kBlockSmem || split_rows <= 0 || split_rows >= rows || !block_ok) {
+          std::fprintf(stderr,
+                       "softmax_lab: %s takes block_smem plans, 0 < K < rows, B 512 or 1024\n",
                        variant.c_str());
           continue;
         }
