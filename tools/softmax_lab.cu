@@ -8,8 +8,9 @@
 //   --dtype half|bfloat16|float|double   repeatable; default half, bfloat16, float
 //   --algo softmax|log_softmax           default softmax
 //   --cols N ...                         default the benchmark's sweep
-//   --variant NAME ...                   default, or one of the variants below (several run
-//                                        side by side; smem=48k runs alone)
+//   --variant NAME ...                   default, or the variants below (several after one
+//                                        flag, or the flag repeated, run side by side;
+//                                        smem=48k runs alone)
 //   --reps N                             timed calls per shape (default 20, the median is kept)
 //   --rows N                             rows of every shape (default the benchmark's: 98304 up
 //                                        to 2048 cols, 2^27 / cols beyond)
@@ -1529,6 +1530,7 @@ int main(int argc, char** argv) {
       options.algo = value() == "log_softmax" ? Algorithm::kLogSoftmax : Algorithm::kSoftmax;
     } else if (arg == "--variant") {
       options.variants.push_back(value());
+      while (i + 1 < argc && argv[i + 1][0] != '-') { options.variants.push_back(argv[++i]); }
     } else if (arg == "--reps") {
       options.reps = std::stoi(value());
     } else if (arg == "--rows") {
