@@ -96,10 +96,6 @@
 //               into shared memory by one cp.async.bulk), store (out by one), both, none
 //               (neither: a one-row kernel), or copy (both, and no arithmetic: y is x; its
 //               max_error is not a softmax's)
-//   split=K[/B]  the plan on all rows but the last K, and block_smem's kernel of B threads (512
-//               or 1024, default 1024) on those K, launched behind it with programmatic dependent
-//               launch so that its blocks take the SMs the plan's last blocks leave (block_smem
-//               plans only; build with -DONEFLITE_LAB_PDL, NOTES.md gap 14)
 //   triton      not a plan: the benchmark's Triton kernel (python -m oneflite.bench's peer), from
 //               the cubin tools/triton_cubins.py compiled for this dtype and row length into
 //               --triton DIR, run on the same x and y as the plans (softmax only). The same
@@ -1063,48 +1059,6 @@ __global__ void __launch_bounds__(kRowThreads* kRowsPerBlock)
   *reinterpret_cast<Pack<T>*>(y + row * kCols + tid * P) = MakePack<T>(out);
 }
 
-// split=K/B (lab only; build with -DONEFLITE_LAB_PDL, which has every block kernel allow its
-// dependents to launch as it starts): a block_smem plan on all rows but the last K (0 < K <
-// rows), then block_smem's B-thread kernel (512 or 1024) on those K rows, launched behind it with
-// programmatic dependent launch, so that its blocks take the SMs the plan's last blocks leave.
-// The two kernels write disjoint rows; the second waits on the first only as it ends.
-template <typename T>
-void LaunchSplit(Algorithm algo, const CudaDeviceInfo& info, const Plan& plan, cudaStream_t stream,
-                 int64_t rows, int64_t cols, const T* x, T* y, int64_t k, int block) {
-  Plan first = plan;
-  const int64_t first_rows = rows - k;
-  if (!first.persistent) { first.grid = static_cast<int>(first_rows); }
-  first.launch(first, stream, first_rows, cols, x, y);
-  auto launch = [&](auto kernel, int threads) {
-    MaxDynamicSmem(reinterpret_cast<const void*>(kernel), info);
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(static_cast<unsigned>(k));
-    config.blockDim = dim3(static_cast<unsigned>(threads));
-    config.dynamicSmemBytes = plan.smem;
-    config.stream = stream;
-    cudaLaunchAttribute attribute[1];
-    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute[0].val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = attribute;
-    config.numAttrs = 1;
-    LAB_CHECK(cudaLaunchKernelEx(&config, kernel, x + first_rows * cols, y + first_rows * cols, k,
-                                 cols, plan.cached_packs, SameAlignment(x, y), Stagger{}));
-  };
-  auto with_block = [&](auto block_tag) {
-    constexpr int kBlock = decltype(block_tag)::value;
-    if constexpr (kBlock <= kMaxBlockSize<T>) {
-      if (kBlock != block) { return; }
-      if (algo == Algorithm::kSoftmax) {
-        launch(&BlockSoftmaxKernel<T, Algorithm::kSoftmax, kBlock>, kBlock);
-      } else {
-        launch(&BlockSoftmaxKernel<T, Algorithm::kLogSoftmax, kBlock>, kBlock);
-      }
-    }
-  };
-  with_block(std::integral_constant<int, 512>{});
-  with_block(std::integral_constant<int, 1024>{});
-}
-
 template <typename T, int kRowsPerBlock>
 void LaunchPairRows(Algorithm algo, cudaStream_t stream, int64_t rows, const T* x, T* y,
                     int triton_bits = 0) {
@@ -1356,13 +1310,12 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
     std::vector<Run> runs;
     for (const std::string& variant : options.variants) {
       const bool triton_variant = variant == "triton" || variant.rfind("triton=", 0) == 0;
-      const Plan plan =
-          VariantPlan<T>(options,
-                         triton_variant || variant.rfind("pair=", 0) == 0 ||
-                                 variant.rfind("bulk=", 0) == 0 || variant.rfind("split=", 0) == 0
-                             ? "default"
-                             : variant,
-                         info, rows, cols);
+      const Plan plan = VariantPlan<T>(
+          options,
+          triton_variant || variant.rfind("pair=", 0) == 0 || variant.rfind("bulk=", 0) == 0
+              ? "default"
+              : variant,
+          info, rows, cols);
       if (plan.launch == nullptr) { continue; }  // a warp=WxN rung that does not fit the row
       const TritonKernel triton = !triton_variant       ? TritonKernel{}
                                   : variant == "triton" ? LoadTriton(options.triton_dir, name, cols)
@@ -1386,26 +1339,6 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
       }
       const Algorithm algo = options.algo;
       const std::string bulk = variant.rfind("bulk=", 0) == 0 ? variant.substr(5) : "";
-      int64_t split_rows = 0;
-      int split_block = 1024;
-      if (variant.rfind("split=", 0) == 0) {
-        const size_t slash = variant.find('/');
-        split_rows = std::stoll(variant.substr(6, slash - 6));
-        if (slash != std::string::npos) { split_block = std::stoi(variant.substr(slash + 1)); }
-#ifndef ONEFLITE_LAB_PDL
-        std::fprintf(stderr, "softmax_lab: %s needs a build with -DONEFLITE_LAB_PDL\n",
-                     variant.c_str());
-        continue;
-#endif
-        const bool block_ok =
-            split_block == 512 || (split_block == 1024 && kMaxBlockSize<T> >= 1024);
-        if (plan.path != Path::kBlockSmem || split_rows <= 0 || split_rows >= rows || !block_ok) {
-          std::fprintf(stderr,
-                       "softmax_lab: %s takes block_smem plans, 0 < K < rows, B 512 or 1024\n",
-                       variant.c_str());
-          continue;
-        }
-      }
       if (!bulk.empty() && !LaunchBulk<T>(bulk, algo, stream, 0, cols, x, y)) {
         std::fprintf(stderr,
                      "softmax_lab: %s takes rows of whole packs that its block holds only\n",
@@ -1413,10 +1346,7 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
         continue;
       }
       runs.push_back({variant, plan, triton, [=, &stream] {
-                        if (split_rows > 0) {
-                          LaunchSplit<T>(algo, info, plan, stream, rows, cols, x, y, split_rows,
-                                         split_block);
-                        } else if (!bulk.empty()) {
+                        if (!bulk.empty()) {
                           LaunchBulk<T>(bulk, algo, stream, rows, cols, x, y);
                         } else if (triton_variant) {
                           LaunchTriton(triton, stream, rows, cols, x, y);
@@ -1524,13 +1454,15 @@ int main(int argc, char** argv) {
       }
       return std::string(argv[++i]);
     };
+    // Flags that take several values read on to the next flag.
+    auto another_value = [&] { return i + 1 < argc && argv[i + 1][0] != '-'; };
     if (arg == "--dtype") {
       options.dtypes.push_back(value());
     } else if (arg == "--algo") {
       options.algo = value() == "log_softmax" ? Algorithm::kLogSoftmax : Algorithm::kSoftmax;
     } else if (arg == "--variant") {
       options.variants.push_back(value());
-      while (i + 1 < argc && argv[i + 1][0] != '-') { options.variants.push_back(argv[++i]); }
+      while (another_value()) { options.variants.push_back(argv[++i]); }
     } else if (arg == "--reps") {
       options.reps = std::stoi(value());
     } else if (arg == "--rows") {
@@ -1544,9 +1476,7 @@ int main(int argc, char** argv) {
     } else if (arg == "--y-offset") {
       options.y_offset = std::stoll(value());
     } else if (arg == "--cols") {
-      while (i + 1 < argc && argv[i + 1][0] != '-') {
-        options.cols.push_back(std::stoll(argv[++i]));
-      }
+      while (another_value()) { options.cols.push_back(std::stoll(argv[++i])); }
     } else {
       std::fprintf(stderr, "unknown option %s (see the comment at the top of softmax_lab.cu)\n",
                    arg.c_str());

@@ -180,11 +180,6 @@ struct Stagger {
 constexpr int kStaggerGroups = 4;
 
 __device__ __forceinline__ void StaggerStart(const Stagger& stagger) {
-#if defined(ONEFLITE_LAB_PDL) && __CUDA_ARCH__ >= 900
-  // tools/softmax_lab.cu's split=K/B: a kernel launched behind this one with programmatic
-  // dependent launch may start once every block of this one has started.
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
   if (static_cast<int>(blockIdx.x) < stagger.blocks) {
     const long long wait = static_cast<long long>(blockIdx.x % kStaggerGroups) * stagger.cycles;
     const long long start = clock64();
@@ -476,11 +471,6 @@ __global__ void __launch_bounds__(kBlock, kMaxBlockSize<T> / kBlock)
       StoreElements(y_row, column(i), cols, OutputPack<T, kAlgorithm>(in, row_max, scale), slot(0));
     }
   }
-#if defined(ONEFLITE_LAB_PDL) && __CUDA_ARCH__ >= 900
-  // split=K/B's second kernel ends no earlier than the one before it, so that the stream's next
-  // work, the lab's timing event included, also follows the first.
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
 }
 
 }  // namespace oneflite::ep::primitive::cuda_softmax
