@@ -64,18 +64,6 @@ __device__ __forceinline__ C BlockAllReduce(C value, C* posts, Op op) {
   __syncthreads();
   return value;
 #else
-#if ONEFLITE_SOFTMAX_REDUX_MAX && __CUDA_ARCH__ >= 800
-  if constexpr (std::is_same_v<C, float> && std::is_same_v<Op, MaxOp<float>>) {
-    value = WarpMaxByRedux(value);
-    if constexpr (kWarps > 1) {
-      const int lane = threadIdx.x % kWarpSize;
-      if (lane == 0) { posts[threadIdx.x / kWarpSize] = value; }
-      __syncthreads();
-      value = WarpMaxByRedux(posts[lane % kWarps]);
-    }
-    return value;
-  }
-#endif
   value = GroupAllReduce<kWarpSize>(value, op);
   if constexpr (kWarps > 1) {
     const int lane = threadIdx.x % kWarpSize;

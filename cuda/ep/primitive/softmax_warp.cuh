@@ -26,24 +26,6 @@ __device__ __forceinline__ C GroupAllReduce(C v, Op op) {
   return v;
 }
 
-// 1 takes float's block max by the warp's integer reduction (REDUX) instead of shuffles, for
-// tools/softmax_lab.cu to measure (see WarpMaxByRedux).
-#ifndef ONEFLITE_SOFTMAX_REDUX_MAX
-#define ONEFLITE_SOFTMAX_REDUX_MAX 0
-#endif
-
-// The max of a float over the whole warp by one integer reduction (sm_80's REDUX): floats map
-// to ints in the same order by flipping the magnitude bits of negative ones (the map is its own
-// inverse). A positive NaN orders above +inf and becomes the max, where fmaxf drops it; either
-// way every output of that row is NaN (x - NaN, or exp(NaN - max) in the sum).
-#if ONEFLITE_SOFTMAX_REDUX_MAX
-__device__ __forceinline__ float WarpMaxByRedux(float v) {
-  const int bits = __float_as_int(v);
-  const int key = __reduce_max_sync(0xffffffffu, bits ^ ((bits >> 31) & 0x7fffffff));
-  return __int_as_float(key ^ ((key >> 31) & 0x7fffffff));
-}
-#endif
-
 // One rung of the warp ladder: kWidth lanes share a row, each holding kPacks packs of kBytes
 // of it, kRows rows at once (0: as kGroupRows says), for rows of up to kMaxPacks whole packs (0:
 // all kWidth * kPacks), and rows with edge columns of up to kMaxRaggedPacks (0: as kMaxPacks).
@@ -228,12 +210,6 @@ __global__ void __launch_bounds__(kWarpBlockSize, kWarpMinBlocksPerSm<T>)
       C m = PackMax<T, kBytes, kPacks>(packs[r]);
 #pragma unroll
       for (int k = 0; k < kEdges; ++k) { m = Max(m, e[r][k]); }
-#if ONEFLITE_SOFTMAX_REDUX_MAX && __CUDA_ARCH__ >= 800
-      if constexpr (kWidth == kWarpSize && std::is_same_v<C, float>) {
-        row_max[r] = WarpMaxByRedux(m);
-        continue;
-      }
-#endif
       row_max[r] = GroupAllReduce<kWidth>(m, [](C a, C b) { return Max(a, b); });
     }
 
