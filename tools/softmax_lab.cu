@@ -23,6 +23,11 @@
 //                                        median time of that flush alone (timed the same way,
 //                                        round by round), so that what a kernel leaves dirty
 //                                        in L2 and the DRAM takes after it ends is counted too
+//   --warm-code                          --interleave only: after each L2 flush, before the
+//                                        timed call, the same kernel on one block and one row
+//                                        (the copy: 16 bytes), so that the timed call finds its
+//                                        code in L2 rather than in DRAM; the untimed call shares
+//                                        the timed one's y
 //   --y-offset N                         y starts N elements past an aligned address (x stays
 //                                        aligned), to run the kernels' store fallbacks; the N
 //                                        elements before y and after it must stay untouched
@@ -168,6 +173,7 @@ struct Options {
   int64_t y_offset = 0;
   bool interleave = false;
   bool drain = false;
+  bool warm_code = false;
 };
 
 [[maybe_unused]] float ToFloat(__half v) { return __half2float(v); }
@@ -224,11 +230,16 @@ class L2Flush {
 // drain, each call's end event follows a second flush, and the median of that flush alone (one
 // more call a round, with nothing before it) is taken off every median: the time then counts
 // the write-back of the lines a call left dirty in L2 (--drain).
+//
+// With `warm` (one entry a call), warm[c] runs between the flush and call c's begin event.
 std::vector<float> InterleavedMedianMs(cudaStream_t stream, const L2Flush& flush, int reps,
-                                       std::vector<std::function<void()>> calls,
-                                       bool drain = false) {
+                                       std::vector<std::function<void()>> calls, bool drain = false,
+                                       std::vector<std::function<void()>> warm = {}) {
   if (drain) {
     calls.insert(calls.begin(), [] {});
+    if (!warm.empty()) {
+      warm.insert(warm.begin(), [] {});
+    }
   }
   cudaEvent_t begin, end;
   LAB_CHECK(cudaEventCreate(&begin));
@@ -240,6 +251,7 @@ std::vector<float> InterleavedMedianMs(cudaStream_t stream, const L2Flush& flush
   for (int i = 0; i < reps; ++i) {
     for (size_t c = 0; c < calls.size(); ++c) {
       flush(stream);
+      if (!warm.empty()) { warm[c](); }
       LAB_CHECK(cudaEventRecord(begin, stream));
       calls[c]();
       if (drain) { flush(stream); }
@@ -1306,6 +1318,7 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
       Plan plan;
       TritonKernel triton;
       std::function<void()> call;
+      std::function<void()> warm;  // --warm-code's untimed call: one block, one row
     };
     std::vector<Run> runs;
     for (const std::string& variant : options.variants) {
@@ -1345,7 +1358,8 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
                      variant.c_str());
         continue;
       }
-      runs.push_back({variant, plan, triton, [=, &stream] {
+      runs.push_back({variant, plan, triton,
+                      [=, &stream] {
                         if (!bulk.empty()) {
                           LaunchBulk<T>(bulk, algo, stream, rows, cols, x, y);
                         } else if (triton_variant) {
@@ -1359,14 +1373,39 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
                         } else {
                           plan.launch(plan, stream, rows, cols, x, y);
                         }
+                      },
+                      [=, &stream] {
+                        if (!bulk.empty()) {
+                          LaunchBulk<T>(bulk, algo, stream, 1, cols, x, y);
+                        } else if (triton_variant) {
+                          LaunchTriton(triton, stream, 1, cols, x, y);
+                        } else if (pair == 1) {
+                          LaunchPairRows<T, 1>(algo, stream, 1, x, y, triton_bits);
+                        } else if (pair == 2) {
+                          LaunchPairRows<T, 2>(algo, stream, 1, x, y);
+                        } else if (pair == 4) {
+                          LaunchPairRows<T, 4>(algo, stream, 1, x, y);
+                        } else {
+                          Plan one = plan;
+                          one.grid = 1;
+                          one.launch(one, stream, 1, cols, x, y);
+                        }
                       }});
     }
     // The copy's time and each run's: round by round (--interleave), or each call's in a row.
     std::vector<float> times;
     if (options.interleave) {
       std::vector<std::function<void()>> calls = {copy_call};
-      for (const Run& run : runs) { calls.push_back(run.call); }
-      times = InterleavedMedianMs(stream, flush, options.reps, calls, options.drain);
+      std::vector<std::function<void()>> warm;
+      if (options.warm_code) {
+        warm.push_back(
+            [&] { LAB_CHECK(cudaMemcpyAsync(copy, x, 16, cudaMemcpyDeviceToDevice, stream)); });
+      }
+      for (const Run& run : runs) {
+        calls.push_back(run.call);
+        if (options.warm_code) { warm.push_back(run.warm); }
+      }
+      times = InterleavedMedianMs(stream, flush, options.reps, calls, options.drain, warm);
     } else {
       times.push_back(MedianMs(stream, flush, options.reps, copy_call, options.drain));
       for (const Run& run : runs) {
@@ -1473,6 +1512,8 @@ int main(int argc, char** argv) {
       options.interleave = true;
     } else if (arg == "--drain") {
       options.drain = true;
+    } else if (arg == "--warm-code") {
+      options.warm_code = true;
     } else if (arg == "--y-offset") {
       options.y_offset = std::stoll(value());
     } else if (arg == "--cols") {
@@ -1497,6 +1538,10 @@ int main(int argc, char** argv) {
                                           [](const auto& v) { return v.rfind("triton=", 0) == 0; });
   if (has_triton_dir && options.algo != Algorithm::kSoftmax) {
     std::fprintf(stderr, "the variant triton=DIR needs --algo softmax\n");
+    return 2;
+  }
+  if (options.warm_code && !options.interleave) {
+    std::fprintf(stderr, "--warm-code times round by round: it needs --interleave\n");
     return 2;
   }
   if (small_smem && options.variants.size() > 1) {
