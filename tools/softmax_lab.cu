@@ -94,7 +94,9 @@
 //               thread, each row's threads reducing behind their own named barrier; rows of
 //               exactly 128 packs (half and bfloat16 1024, float 512). pair=1m, pair=1l and
 //               pair=1ml: one row a block with Triton's arithmetic (m: exp2 without ftz, a
-//               division an element), its loads and barriers (l), or both (softmax only)
+//               division an element), its loads and barriers (l), or both (softmax only).
+//               pair=1x2 (and pair=1x2m, ...): one row a block, two packs a thread (packs t
+//               and t + 128, as Triton lays them out), rows of exactly 256 packs (float 1024)
 //   bulk=MODE[/THREADS]  not a plan: one row a block of THREADS threads (32, 64, 128, 256 or
 //               512; default 128) and the fewest packs a thread that hold it (LaunchBulk lists
 //               the shapes), rows of whole packs, moved by the bulk copy engine: load (the row
@@ -989,39 +991,45 @@ void LaunchTriton(const TritonKernel& triton, cudaStream_t stream, int64_t rows,
                              triton.smem, stream));
 }
 
-// The variant pair=N's kernel (lab only): N rows a block of N * kRowThreads threads, one
-// 16-byte pack a thread, rows of exactly kRowThreads whole packs (aligned). Each row's threads
+// The variant pair=N's kernel (lab only): N rows a block of N * kRowThreads threads, kPacks
+// 16-byte packs a thread (packs tid + k * kRowThreads), rows of exactly kRowThreads * kPacks
+// whole packs (aligned). Each row's threads
 // reduce behind their own named barrier (bar.sync id, kRowThreads), so the N rows of a block
 // proceed independently; the block retires when all N have.
 //
 // kTriton (softmax, one row a block): 0, the library's instructions; bit 1, Triton's arithmetic
 // (ex2.approx.f32 without ftz, and div.full.f32 an element instead of one reciprocal); bit 2,
 // Triton's memory and barrier instructions (plain ld.global.v4, bar.sync 0 with no count).
-template <typename T, Algorithm kAlgorithm, int kRowThreads, int kRowsPerBlock, int kTriton = 0>
+template <typename T, Algorithm kAlgorithm, int kRowThreads, int kRowsPerBlock, int kTriton = 0,
+          int kPacks = 1>
 __global__ void __launch_bounds__(kRowThreads* kRowsPerBlock)
     PairRowsKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows) {
   static_assert(kTriton == 0 || (kRowsPerBlock == 1 && kAlgorithm == Algorithm::kSoftmax));
   using C = ComputeType<T>;
   constexpr int P = PackSize<T>::value;
   constexpr int kWarps = kRowThreads / kWarpSize;
-  constexpr int kCols = kRowThreads * P;
+  constexpr int kCols = kRowThreads * P * kPacks;
   __shared__ C posts[kRowsPerBlock][2][kWarps];
   const int group = threadIdx.x / kRowThreads;
   const int tid = threadIdx.x % kRowThreads;
   const int64_t row = blockIdx.x * int64_t{kRowsPerBlock} + group;
   if (row >= rows) { return; }  // whole groups only: the others never wait on this barrier
-  Pack<T> pack;
-  if constexpr ((kTriton & 2) != 0) {
-    uint4 w;
-    asm volatile("ld.global.v4.b32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
-                 : "l"(x + row * kCols + tid * P));
-    memcpy(&pack, &w, sizeof(w));
-  } else {
-    pack = LoadPackOrNegativeInfinity(x + row * kCols + tid * P, true);
+  Pack<T> packs[kPacks];
+#pragma unroll
+  for (int k = 0; k < kPacks; ++k) {
+    const T* at = x + row * kCols + (tid + k * kRowThreads) * P;
+    if constexpr ((kTriton & 2) != 0) {
+      uint4 w;
+      asm volatile("ld.global.v4.b32 {%0, %1, %2, %3}, [%4];"
+                   : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
+                   : "l"(at));
+      memcpy(&packs[k], &w, sizeof(w));
+    } else {
+      packs[k] = LoadPackOrNegativeInfinity(at, true);
+    }
   }
-  C v[P];
-  const C m = WidenWithMax<T>(&pack, v);
+  C v[kPacks * P];
+  const C m = WidenWithMax<T, kPacks>(packs, v);
   const int lane = threadIdx.x % kWarpSize;
   const int warp = tid / kWarpSize;
   auto reduce = [&](C value, C* slots, auto op) {
@@ -1047,31 +1055,35 @@ __global__ void __launch_bounds__(kRowThreads* kRowsPerBlock)
     return GroupAllReduce<kWarps>(slots[lane % kWarps], op);
   };
   const C row_max = reduce(m, posts[group][0], MaxOp<C>());
-  C out[P];
+  C out[kPacks * P];
   if constexpr ((kTriton & 1) != 0) {
     float sum = 0;
 #pragma unroll
-    for (int j = 0; j < P; ++j) {
+    for (int j = 0; j < kPacks * P; ++j) {
       asm("ex2.approx.f32 %0, %1;" : "=f"(v[j]) : "f"((v[j] - row_max) * 1.4426950408889634f));
       sum += v[j];
     }
     const float total = reduce(sum, posts[group][1], SumOp<C>());
 #pragma unroll
-    for (int j = 0; j < P; ++j) {
+    for (int j = 0; j < kPacks * P; ++j) {
       asm("div.full.f32 %0, %1, %2;" : "=f"(out[j]) : "f"(v[j]), "f"(total));
     }
   } else {
     C sum = 0;
 #pragma unroll
-    for (int j = 0; j < P; ++j) { Shift<T, kAlgorithm>(v[j], row_max, sum); }
+    for (int j = 0; j < kPacks * P; ++j) { Shift<T, kAlgorithm>(v[j], row_max, sum); }
     const ShiftedOutput<T, kAlgorithm> output(reduce(sum, posts[group][1], SumOp<C>()));
 #pragma unroll
-    for (int j = 0; j < P; ++j) { out[j] = output(v[j]); }
+    for (int j = 0; j < kPacks * P; ++j) { out[j] = output(v[j]); }
   }
-  *reinterpret_cast<Pack<T>*>(y + row * kCols + tid * P) = MakePack<T>(out);
+#pragma unroll
+  for (int k = 0; k < kPacks; ++k) {
+    *reinterpret_cast<Pack<T>*>(y + row * kCols + (tid + k * kRowThreads) * P) =
+        MakePack<T>(out + k * P);
+  }
 }
 
-template <typename T, int kRowsPerBlock>
+template <typename T, int kRowsPerBlock, int kPacks = 1>
 void LaunchPairRows(Algorithm algo, cudaStream_t stream, int64_t rows, const T* x, T* y,
                     int triton_bits = 0) {
   constexpr int kRowThreads = 128;
@@ -1079,13 +1091,13 @@ void LaunchPairRows(Algorithm algo, cudaStream_t stream, int64_t rows, const T* 
   if constexpr (kRowsPerBlock == 1 && std::is_same_v<ComputeType<T>, float>) {
     if (triton_bits != 0 && algo == Algorithm::kSoftmax) {
       if (triton_bits == 1) {
-        PairRowsKernel<T, Algorithm::kSoftmax, kRowThreads, 1, 1>
+        PairRowsKernel<T, Algorithm::kSoftmax, kRowThreads, 1, 1, kPacks>
             <<<grid, kRowThreads, 0, stream>>>(x, y, rows);
       } else if (triton_bits == 2) {
-        PairRowsKernel<T, Algorithm::kSoftmax, kRowThreads, 1, 2>
+        PairRowsKernel<T, Algorithm::kSoftmax, kRowThreads, 1, 2, kPacks>
             <<<grid, kRowThreads, 0, stream>>>(x, y, rows);
       } else {
-        PairRowsKernel<T, Algorithm::kSoftmax, kRowThreads, 1, 3>
+        PairRowsKernel<T, Algorithm::kSoftmax, kRowThreads, 1, 3, kPacks>
             <<<grid, kRowThreads, 0, stream>>>(x, y, rows);
       }
       LAB_CHECK(cudaGetLastError());
@@ -1093,10 +1105,10 @@ void LaunchPairRows(Algorithm algo, cudaStream_t stream, int64_t rows, const T* 
     }
   }
   if (algo == Algorithm::kSoftmax) {
-    PairRowsKernel<T, Algorithm::kSoftmax, kRowThreads, kRowsPerBlock>
+    PairRowsKernel<T, Algorithm::kSoftmax, kRowThreads, kRowsPerBlock, 0, kPacks>
         <<<grid, kRowThreads * kRowsPerBlock, 0, stream>>>(x, y, rows);
   } else {
-    PairRowsKernel<T, Algorithm::kLogSoftmax, kRowThreads, kRowsPerBlock>
+    PairRowsKernel<T, Algorithm::kLogSoftmax, kRowThreads, kRowsPerBlock, 0, kPacks>
         <<<grid, kRowThreads * kRowsPerBlock, 0, stream>>>(x, y, rows);
   }
   LAB_CHECK(cudaGetLastError());
@@ -1336,7 +1348,10 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
       const int pair = variant.rfind("pair=", 0) == 0 ? std::stoi(variant.substr(5)) : 0;
       // pair=1m, pair=1l, pair=1ml: the one-row kernel with Triton's arithmetic (m), its memory
       // and barrier instructions (l), or both (softmax only).
-      const std::string suffix = pair == 1 ? variant.substr(6) : "";
+      // pair=1x2, pair=1x2m, ...: two packs a thread.
+      std::string suffix = pair == 1 ? variant.substr(6) : "";
+      const int pair_packs = suffix.rfind("x2", 0) == 0 ? 2 : 1;
+      if (pair_packs == 2) { suffix = suffix.substr(2); }
       const int triton_bits = (suffix.find('m') != std::string::npos ? 1 : 0) |
                               (suffix.find('l') != std::string::npos ? 2 : 0);
       if (triton_bits != 0 &&
@@ -1345,8 +1360,10 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
                      variant.c_str());
         continue;
       }
-      if (pair > 0 && (cols != 128 * PackSize<T>::value || (pair != 1 && pair != 2 && pair != 4))) {
-        std::fprintf(stderr, "softmax_lab: %s takes rows of 128 packs only, N 1, 2 or 4\n",
+      if (pair > 0 && (cols != 128 * pair_packs * PackSize<T>::value ||
+                       (pair != 1 && pair != 2 && pair != 4))) {
+        std::fprintf(stderr,
+                     "softmax_lab: %s takes rows of 128 packs only (pair=1x2: 256), N 1, 2 or 4\n",
                      variant.c_str());
         continue;
       }
@@ -1364,6 +1381,8 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
                           LaunchBulk<T>(bulk, algo, stream, rows, cols, x, y);
                         } else if (triton_variant) {
                           LaunchTriton(triton, stream, rows, cols, x, y);
+                        } else if (pair == 1 && pair_packs == 2) {
+                          LaunchPairRows<T, 1, 2>(algo, stream, rows, x, y, triton_bits);
                         } else if (pair == 1) {
                           LaunchPairRows<T, 1>(algo, stream, rows, x, y, triton_bits);
                         } else if (pair == 2) {
@@ -1379,6 +1398,8 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
                           LaunchBulk<T>(bulk, algo, stream, 1, cols, x, y);
                         } else if (triton_variant) {
                           LaunchTriton(triton, stream, 1, cols, x, y);
+                        } else if (pair == 1 && pair_packs == 2) {
+                          LaunchPairRows<T, 1, 2>(algo, stream, 1, x, y, triton_bits);
                         } else if (pair == 1) {
                           LaunchPairRows<T, 1>(algo, stream, 1, x, y, triton_bits);
                         } else if (pair == 2) {
