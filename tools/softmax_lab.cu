@@ -993,9 +993,9 @@ void LaunchTriton(const TritonKernel& triton, cudaStream_t stream, int64_t rows,
 
 // The variant pair=N's kernel (lab only): N rows a block of N * kRowThreads threads, kPacks
 // 16-byte packs a thread (packs tid + k * kRowThreads), rows of exactly kRowThreads * kPacks
-// whole packs (aligned). Each row's threads
-// reduce behind their own named barrier (bar.sync id, kRowThreads), so the N rows of a block
-// proceed independently; the block retires when all N have.
+// whole packs (aligned). Each row's threads reduce behind their own named barrier (bar.sync id,
+// kRowThreads), so the N rows of a block proceed independently; the block retires when all N
+// have.
 //
 // kTriton (softmax, one row a block): 0, the library's instructions; bit 1, Triton's arithmetic
 // (ex2.approx.f32 without ftz, and div.full.f32 an element instead of one reciprocal); bit 2,
@@ -1375,43 +1375,30 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
                      variant.c_str());
         continue;
       }
-      runs.push_back({variant, plan, triton,
-                      [=, &stream] {
-                        if (!bulk.empty()) {
-                          LaunchBulk<T>(bulk, algo, stream, rows, cols, x, y);
-                        } else if (triton_variant) {
-                          LaunchTriton(triton, stream, rows, cols, x, y);
-                        } else if (pair == 1 && pair_packs == 2) {
-                          LaunchPairRows<T, 1, 2>(algo, stream, rows, x, y, triton_bits);
-                        } else if (pair == 1) {
-                          LaunchPairRows<T, 1>(algo, stream, rows, x, y, triton_bits);
-                        } else if (pair == 2) {
-                          LaunchPairRows<T, 2>(algo, stream, rows, x, y);
-                        } else if (pair == 4) {
-                          LaunchPairRows<T, 4>(algo, stream, rows, x, y);
-                        } else {
-                          plan.launch(plan, stream, rows, cols, x, y);
-                        }
-                      },
-                      [=, &stream] {
-                        if (!bulk.empty()) {
-                          LaunchBulk<T>(bulk, algo, stream, 1, cols, x, y);
-                        } else if (triton_variant) {
-                          LaunchTriton(triton, stream, 1, cols, x, y);
-                        } else if (pair == 1 && pair_packs == 2) {
-                          LaunchPairRows<T, 1, 2>(algo, stream, 1, x, y, triton_bits);
-                        } else if (pair == 1) {
-                          LaunchPairRows<T, 1>(algo, stream, 1, x, y, triton_bits);
-                        } else if (pair == 2) {
-                          LaunchPairRows<T, 2>(algo, stream, 1, x, y);
-                        } else if (pair == 4) {
-                          LaunchPairRows<T, 4>(algo, stream, 1, x, y);
-                        } else {
-                          Plan one = plan;
-                          one.grid = 1;
-                          one.launch(one, stream, 1, cols, x, y);
-                        }
-                      }});
+      // Launches the variant on the first n rows: all of them for the timed call, one for
+      // --warm-code's (the plan then on one block, not its grid).
+      const auto launch = [=, &stream](int64_t n) {
+        if (!bulk.empty()) {
+          LaunchBulk<T>(bulk, algo, stream, n, cols, x, y);
+        } else if (triton_variant) {
+          LaunchTriton(triton, stream, n, cols, x, y);
+        } else if (pair == 1 && pair_packs == 2) {
+          LaunchPairRows<T, 1, 2>(algo, stream, n, x, y, triton_bits);
+        } else if (pair == 1) {
+          LaunchPairRows<T, 1>(algo, stream, n, x, y, triton_bits);
+        } else if (pair == 2) {
+          LaunchPairRows<T, 2>(algo, stream, n, x, y);
+        } else if (pair == 4) {
+          LaunchPairRows<T, 4>(algo, stream, n, x, y);
+        } else if (n == rows) {
+          plan.launch(plan, stream, rows, cols, x, y);
+        } else {
+          Plan one = plan;
+          one.grid = 1;
+          one.launch(one, stream, n, cols, x, y);
+        }
+      };
+      runs.push_back({variant, plan, triton, [=] { launch(rows); }, [=] { launch(1); }});
     }
     // The copy's time and each run's: round by round (--interleave), or each call's in a row.
     std::vector<float> times;
