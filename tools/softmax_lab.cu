@@ -96,7 +96,10 @@
 //               pair=1ml: one row a block with Triton's arithmetic (m: exp2 without ftz, a
 //               division an element), its loads and barriers (l), or both (softmax only).
 //               pair=1x2 (and pair=1x2m, ...): one row a block, two packs a thread (packs t
-//               and t + 128, as Triton lays them out), rows of exactly 256 packs (float 1024)
+//               and t + 128, as Triton lays them out), rows of exactly 256 packs (float 1024);
+//               pair=1x3 (...): three packs a thread, rows of exactly 384 packs (float 1536).
+//               Suffixes o, r and f (pair=1x2orf, any of them; not with m or l) add
+//               block_registers' row loop, run-time columns and store fallback (PairRowsKernel)
 //   bulk=MODE[/THREADS]  not a plan: one row a block of THREADS threads (32, 64, 128, 256 or
 //               512; default 128) and the fewest packs a thread that hold it (LaunchBulk lists
 //               the shapes), rows of whole packs, moved by the bulk copy engine: load (the row
@@ -132,6 +135,7 @@
 #include <iterator>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 // The planner's lab-only shapes (PlanRegistersTail).
@@ -1000,116 +1004,152 @@ void LaunchTriton(const TritonKernel& triton, cudaStream_t stream, int64_t rows,
 // kTriton (softmax, one row a block): 0, the library's instructions; bit 1, Triton's arithmetic
 // (ex2.approx.f32 without ftz, and div.full.f32 an element instead of one reciprocal); bit 2,
 // Triton's memory and barrier instructions (plain ld.global.v4, bar.sync 0 with no count).
+// kTriton's higher bits (one row a block, softmax, alone) add block_registers' machinery to it one
+// piece at a time: bit 4 (o), its row loop (`for row = blockIdx.x; row < rows; row += gridDim.x`,
+// taken once, as the grid is the rows); bit 8 (r), the columns at run time (rows `cols` apart,
+// packs past cols / P loaded as -inf and not stored); bit 16 (f), the store's run-time test of
+// y's alignment with an element-by-element fallback (y_vector_ok, always true here).
 template <typename T, Algorithm kAlgorithm, int kRowThreads, int kRowsPerBlock, int kTriton = 0,
           int kPacks = 1>
 __global__ void __launch_bounds__(kRowThreads* kRowsPerBlock)
-    PairRowsKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows) {
+    PairRowsKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int run_cols,
+                   bool y_vector_ok) {
   static_assert(kTriton == 0 || (kRowsPerBlock == 1 && kAlgorithm == Algorithm::kSoftmax));
   using C = ComputeType<T>;
   constexpr int P = PackSize<T>::value;
   constexpr int kWarps = kRowThreads / kWarpSize;
-  constexpr int kCols = kRowThreads * P * kPacks;
+  constexpr bool kLoop = (kTriton & 4) != 0;
+  constexpr bool kRunCols = (kTriton & 8) != 0;
+  constexpr bool kFallback = (kTriton & 16) != 0;
+  const int cols = kRunCols ? run_cols : kRowThreads * P * kPacks;
+  const int window = cols / P;
   __shared__ C posts[kRowsPerBlock][2][kWarps];
   const int group = threadIdx.x / kRowThreads;
   const int tid = threadIdx.x % kRowThreads;
-  const int64_t row = blockIdx.x * int64_t{kRowsPerBlock} + group;
-  if (row >= rows) { return; }  // whole groups only: the others never wait on this barrier
-  Pack<T> packs[kPacks];
+  const int64_t first_row = blockIdx.x * int64_t{kRowsPerBlock} + group;
+  for (int64_t row = first_row; row < rows; row += kLoop ? gridDim.x : rows) {
+    Pack<T> packs[kPacks];
 #pragma unroll
-  for (int k = 0; k < kPacks; ++k) {
-    const T* at = x + row * kCols + (tid + k * kRowThreads) * P;
-    if constexpr ((kTriton & 2) != 0) {
-      uint4 w;
-      asm volatile("ld.global.v4.b32 {%0, %1, %2, %3}, [%4];"
-                   : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
-                   : "l"(at));
-      memcpy(&packs[k], &w, sizeof(w));
-    } else {
-      packs[k] = LoadPackOrNegativeInfinity(at, true);
+    for (int k = 0; k < kPacks; ++k) {
+      const T* at = x + row * cols + (tid + k * kRowThreads) * P;
+      if constexpr (kRunCols) {
+        packs[k] = tid + k * kRowThreads < window ? *reinterpret_cast<const Pack<T>*>(at)
+                                                  : NegativeInfinityPack<T>();
+      } else if constexpr ((kTriton & 2) != 0) {
+        uint4 w;
+        asm volatile("ld.global.v4.b32 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
+                     : "l"(at));
+        memcpy(&packs[k], &w, sizeof(w));
+      } else {
+        packs[k] = LoadPackOrNegativeInfinity(at, true);
+      }
     }
-  }
-  C v[kPacks * P];
-  const C m = WidenWithMax<T, kPacks>(packs, v);
-  const int lane = threadIdx.x % kWarpSize;
-  const int warp = tid / kWarpSize;
-  auto reduce = [&](C value, C* slots, auto op) {
-    value = GroupAllReduce<kWarpSize>(value, op);
-    if (lane == 0) { slots[warp] = value; }
-    // Immediate barrier ids 0 to kRowsPerBlock - 1: with the id in a register ptxas reserves all
-    // 16 of the block's barriers, which held the SM to half the blocks (0.54x copy at half 1024).
-    if constexpr ((kTriton & 2) != 0) {
-      asm volatile("bar.sync 0;" ::: "memory");
-    } else if (group == 0) {
-      asm volatile("bar.sync 0, %0;" ::"n"(kRowThreads) : "memory");
-    } else if constexpr (kRowsPerBlock > 1) {
-      if (group == 1) {
-        asm volatile("bar.sync 1, %0;" ::"n"(kRowThreads) : "memory");
-      } else if constexpr (kRowsPerBlock > 2) {
-        if (group == 2) {
-          asm volatile("bar.sync 2, %0;" ::"n"(kRowThreads) : "memory");
-        } else {
-          asm volatile("bar.sync 3, %0;" ::"n"(kRowThreads) : "memory");
+    C v[kPacks * P];
+    const C m = WidenWithMax<T, kPacks>(packs, v);
+    const int lane = threadIdx.x % kWarpSize;
+    const int warp = tid / kWarpSize;
+    auto reduce = [&](C value, C* slots, auto op) {
+      value = GroupAllReduce<kWarpSize>(value, op);
+      if (lane == 0) { slots[warp] = value; }
+      // Immediate barrier ids 0 to kRowsPerBlock - 1: with the id in a register ptxas reserves all
+      // 16 of the block's barriers, which held the SM to half the blocks (0.54x copy at half 1024).
+      if constexpr ((kTriton & 2) != 0) {
+        asm volatile("bar.sync 0;" ::: "memory");
+      } else if (group == 0) {
+        asm volatile("bar.sync 0, %0;" ::"n"(kRowThreads) : "memory");
+      } else if constexpr (kRowsPerBlock > 1) {
+        if (group == 1) {
+          asm volatile("bar.sync 1, %0;" ::"n"(kRowThreads) : "memory");
+        } else if constexpr (kRowsPerBlock > 2) {
+          if (group == 2) {
+            asm volatile("bar.sync 2, %0;" ::"n"(kRowThreads) : "memory");
+          } else {
+            asm volatile("bar.sync 3, %0;" ::"n"(kRowThreads) : "memory");
+          }
+        }
+      }
+      return GroupAllReduce<kWarps>(slots[lane % kWarps], op);
+    };
+    const C row_max = reduce(m, posts[group][0], MaxOp<C>());
+    C out[kPacks * P];
+    if constexpr ((kTriton & 1) != 0) {
+      float sum = 0;
+#pragma unroll
+      for (int j = 0; j < kPacks * P; ++j) {
+        asm("ex2.approx.f32 %0, %1;" : "=f"(v[j]) : "f"((v[j] - row_max) * 1.4426950408889634f));
+        sum += v[j];
+      }
+      const float total = reduce(sum, posts[group][1], SumOp<C>());
+#pragma unroll
+      for (int j = 0; j < kPacks * P; ++j) {
+        asm("div.full.f32 %0, %1, %2;" : "=f"(out[j]) : "f"(v[j]), "f"(total));
+      }
+    } else {
+      C sum = 0;
+#pragma unroll
+      for (int j = 0; j < kPacks * P; ++j) { Shift<T, kAlgorithm>(v[j], row_max, sum); }
+      const ShiftedOutput<T, kAlgorithm> output(reduce(sum, posts[group][1], SumOp<C>()));
+#pragma unroll
+      for (int j = 0; j < kPacks * P; ++j) { out[j] = output(v[j]); }
+    }
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+      const int c0 = (tid + k * kRowThreads) * P;
+      if (kRunCols && c0 >= cols) { continue; }
+      T* at = y + row * cols + c0;
+      if (!kFallback || y_vector_ok) {
+        *reinterpret_cast<Pack<T>*>(at) = MakePack<T>(out + k * P);
+      } else {
+#pragma unroll
+        for (int j = 0; j < P; ++j) {
+          if (c0 + j < cols) { at[j] = FromCompute<T>(out[k * P + j]); }
         }
       }
     }
-    return GroupAllReduce<kWarps>(slots[lane % kWarps], op);
-  };
-  const C row_max = reduce(m, posts[group][0], MaxOp<C>());
-  C out[kPacks * P];
-  if constexpr ((kTriton & 1) != 0) {
-    float sum = 0;
-#pragma unroll
-    for (int j = 0; j < kPacks * P; ++j) {
-      asm("ex2.approx.f32 %0, %1;" : "=f"(v[j]) : "f"((v[j] - row_max) * 1.4426950408889634f));
-      sum += v[j];
-    }
-    const float total = reduce(sum, posts[group][1], SumOp<C>());
-#pragma unroll
-    for (int j = 0; j < kPacks * P; ++j) {
-      asm("div.full.f32 %0, %1, %2;" : "=f"(out[j]) : "f"(v[j]), "f"(total));
-    }
-  } else {
-    C sum = 0;
-#pragma unroll
-    for (int j = 0; j < kPacks * P; ++j) { Shift<T, kAlgorithm>(v[j], row_max, sum); }
-    const ShiftedOutput<T, kAlgorithm> output(reduce(sum, posts[group][1], SumOp<C>()));
-#pragma unroll
-    for (int j = 0; j < kPacks * P; ++j) { out[j] = output(v[j]); }
   }
-#pragma unroll
-  for (int k = 0; k < kPacks; ++k) {
-    *reinterpret_cast<Pack<T>*>(y + row * kCols + (tid + k * kRowThreads) * P) =
-        MakePack<T>(out + k * P);
-  }
+}
+
+// Calls fn(std::integral_constant<int, i>) for the run-time i in [0, N).
+template <typename Fn, int... kIs>
+void WithIndexOf(int i, Fn&& fn, std::integer_sequence<int, kIs...>) {
+  ((i == kIs ? (fn(std::integral_constant<int, kIs>{}), 0) : 0), ...);
+}
+template <int N, typename Fn>
+void WithIndex(int i, Fn&& fn) {
+  WithIndexOf(i, fn, std::make_integer_sequence<int, N>{});
 }
 
 template <typename T, int kRowsPerBlock, int kPacks = 1>
 void LaunchPairRows(Algorithm algo, cudaStream_t stream, int64_t rows, const T* x, T* y,
                     int triton_bits = 0) {
   constexpr int kRowThreads = 128;
+  constexpr int kCols = kRowThreads * kPacks * PackSize<T>::value;
   const dim3 grid(static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock));
+  auto launch = [&](auto kernel) {
+    kernel<<<grid, kRowThreads * kRowsPerBlock, 0, stream>>>(x, y, rows, kCols, true);
+  };
   if constexpr (kRowsPerBlock == 1 && std::is_same_v<ComputeType<T>, float>) {
     if (triton_bits != 0 && algo == Algorithm::kSoftmax) {
-      if (triton_bits == 1) {
-        PairRowsKernel<T, Algorithm::kSoftmax, kRowThreads, 1, 1, kPacks>
-            <<<grid, kRowThreads, 0, stream>>>(x, y, rows);
-      } else if (triton_bits == 2) {
-        PairRowsKernel<T, Algorithm::kSoftmax, kRowThreads, 1, 2, kPacks>
-            <<<grid, kRowThreads, 0, stream>>>(x, y, rows);
-      } else {
-        PairRowsKernel<T, Algorithm::kSoftmax, kRowThreads, 1, 3, kPacks>
-            <<<grid, kRowThreads, 0, stream>>>(x, y, rows);
-      }
+      // Triton's arithmetic and instructions (bits 1 and 2), or block_registers' pieces (4 to
+      // 16), not both.
+      bool known = false;
+      WithIndex<32>(triton_bits, [&](auto bits_tag) {
+        constexpr int kBits = decltype(bits_tag)::value;
+        if constexpr (kBits != 0 && (kBits < 4 || (kBits & 3) == 0)) {
+          launch(PairRowsKernel<T, Algorithm::kSoftmax, kRowThreads, 1, kBits, kPacks>);
+          known = true;
+        }
+      });
+      if (!known) { std::fprintf(stderr, "softmax_lab: pair bits %d not built\n", triton_bits); }
       LAB_CHECK(cudaGetLastError());
       return;
     }
   }
   if (algo == Algorithm::kSoftmax) {
-    PairRowsKernel<T, Algorithm::kSoftmax, kRowThreads, kRowsPerBlock, 0, kPacks>
-        <<<grid, kRowThreads * kRowsPerBlock, 0, stream>>>(x, y, rows);
+    launch(PairRowsKernel<T, Algorithm::kSoftmax, kRowThreads, kRowsPerBlock, 0, kPacks>);
   } else {
-    PairRowsKernel<T, Algorithm::kLogSoftmax, kRowThreads, kRowsPerBlock, 0, kPacks>
-        <<<grid, kRowThreads * kRowsPerBlock, 0, stream>>>(x, y, rows);
+    launch(PairRowsKernel<T, Algorithm::kLogSoftmax, kRowThreads, kRowsPerBlock, 0, kPacks>);
   }
   LAB_CHECK(cudaGetLastError());
 }
@@ -1350,10 +1390,13 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
       // and barrier instructions (l), or both (softmax only).
       // pair=1x2, pair=1x2m, ...: two packs a thread.
       std::string suffix = pair == 1 ? variant.substr(6) : "";
-      const int pair_packs = suffix.rfind("x2", 0) == 0 ? 2 : 1;
-      if (pair_packs == 2) { suffix = suffix.substr(2); }
+      const int pair_packs = suffix.rfind("x2", 0) == 0 ? 2 : suffix.rfind("x3", 0) == 0 ? 3 : 1;
+      if (pair_packs > 1) { suffix = suffix.substr(2); }
       const int triton_bits = (suffix.find('m') != std::string::npos ? 1 : 0) |
-                              (suffix.find('l') != std::string::npos ? 2 : 0);
+                              (suffix.find('l') != std::string::npos ? 2 : 0) |
+                              (suffix.find('o') != std::string::npos ? 4 : 0) |
+                              (suffix.find('r') != std::string::npos ? 8 : 0) |
+                              (suffix.find('f') != std::string::npos ? 16 : 0);
       if (triton_bits != 0 &&
           (options.algo != Algorithm::kSoftmax || !std::is_same_v<ComputeType<T>, float>)) {
         std::fprintf(stderr, "softmax_lab: %s is for softmax in float arithmetic only\n",
@@ -1362,9 +1405,10 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
       }
       if (pair > 0 && (cols != 128 * pair_packs * PackSize<T>::value ||
                        (pair != 1 && pair != 2 && pair != 4))) {
-        std::fprintf(stderr,
-                     "softmax_lab: %s takes rows of 128 packs only (pair=1x2: 256), N 1, 2 or 4\n",
-                     variant.c_str());
+        std::fprintf(
+            stderr,
+            "softmax_lab: %s takes rows of 128 packs only (pair=1x2: 256, 1x3: 384), N 1, 2 or 4\n",
+            variant.c_str());
         continue;
       }
       const Algorithm algo = options.algo;
@@ -1384,6 +1428,8 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
           LaunchTriton(triton, stream, n, cols, x, y);
         } else if (pair == 1 && pair_packs == 2) {
           LaunchPairRows<T, 1, 2>(algo, stream, n, x, y, triton_bits);
+        } else if (pair == 1 && pair_packs == 3) {
+          LaunchPairRows<T, 1, 3>(algo, stream, n, x, y, triton_bits);
         } else if (pair == 1) {
           LaunchPairRows<T, 1>(algo, stream, n, x, y, triton_bits);
         } else if (pair == 2) {
