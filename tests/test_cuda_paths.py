@@ -155,6 +155,26 @@ def _narrow_dram() -> bool:
     return gbps / _sm_count() < 30
 
 
+# block_registers' kernel of a block a row (kFloatOneRowShapes): float rows of whole packs that
+# fill one of these shapes exactly, where the DRAM is narrow, on launches of at most 2.5 MiB of
+# x an SM (kOneRowMostBytesPerSm).
+ONE_ROW_SHAPES = {
+    768: "cols_per_thread=12 block=64",
+    1024: "cols_per_thread=8 block=128",
+    1536: "cols_per_thread=12 block=128",
+    2048: "cols_per_thread=16 block=128",
+    4096: "cols_per_thread=16 block=256",
+}
+
+
+def _one_row(cols: int, rows: int) -> str | None:
+    """The shape `rows` float rows of `cols` from a 16-byte boundary run on by the one-row
+    kernel, or None where they do not take it."""
+    if cols not in ONE_ROW_SHAPES or not _narrow_dram():
+        return None
+    return ONE_ROW_SHAPES[cols] if rows * cols * 4 <= 5 * 2**20 // 2 * _sm_count() else None
+
+
 def _bulk_copies() -> bool:
     # cuda:0 has the copy engine's bulk copies (sm_90 on), and this build compiled oneflite's
     # kernels for them: an architecture of 90 or later in "built for 80-real,90", or one CMake
@@ -280,7 +300,8 @@ def test_float_rows_take_512_threads_once_there_are_enough_waves(cols, kind):
     # 256 of 4 when there are rows for 16 waves of its blocks (4 an SM) or more; on a device
     # whose DRAM is narrow for its SMs (an H100), so do rows from 2816 columns (704 packs)
     # rather than 256 of 3 or 4, from 48 waves (PlanBlockRegisters,
-    # kNarrowDramFloat512x2LeastPacks).
+    # kNarrowDramFloat512x2LeastPacks). There rows of 4096 columns take 256 x 4 by the one-row
+    # kernel at these row counts (kFloatOneRowShapes).
     op, ref = OPS[kind]
     narrow = _narrow_dram()
     waves = 16 if cols >= 3968 else 48
@@ -293,7 +314,9 @@ def test_float_rows_take_512_threads_once_there_are_enough_waves(cols, kind):
         with oneflite.trace() as t:
             y = op(x, -1)
         plans = _plan(t)
-        shape = ("cols_per_thread=8 block=512 " if rows == many and takes_512
+        one = _one_row(cols, rows)
+        shape = (f"{one} one_row " if one is not None
+                 else "cols_per_thread=8 block=512 " if rows == many and takes_512
                  else f"cols_per_thread={4 * packs_of_256} block=256 ")
         assert len(plans) == 1 and shape in plans[0], plans
         for row in (0, rows // 2, rows - 1):
@@ -353,7 +376,9 @@ def test_float_rows_of_2048_run_fewer_blocks_an_sm_once_there_are_24_waves(cols,
     # more (1885-2048 columns, the ragged kernel) run on the kernel's copy that prefers the
     # smallest carve-out, which holds it to fewer blocks an SM (7 on an H100 or H200) than its
     # registers allow, when there are rows for 24 waves of those (HoldFloat128x4); fewer rows,
-    # and rows that fill less (1884 columns: 471 packs), are not held. (With rows for 24 waves
+    # and rows that fill less (1884 columns: 471 packs), are not held; where the DRAM is narrow
+    # rows of 2048 columns take the one-row kernel at these rows (kFloatOneRowShapes), unheld.
+    # (With rows for 24 waves
     # of the unheld blocks, rows on 128-byte lines take the largest carve-out instead where the
     # DRAM is narrow: the test above.) Sampled rows, among them
     # rows with -inf entries, one of -inf only (NaN) and a dominant value, match the reference.
@@ -372,7 +397,11 @@ def test_float_rows_of_2048_run_fewer_blocks_an_sm_once_there_are_24_waves(cols,
                          err_msg=f"rows {first}-{last}: {plans[0]}")
         return plans[0]
 
-    plan = run(24 * 8 * _sm_count())  # 24 waves of 8 blocks an SM: held, if it is to be
+    rows = 24 * 8 * _sm_count()  # 24 waves of 8 blocks an SM: held, if it is to be
+    plan = run(rows)
+    if _one_row(cols, rows) is not None:  # where the DRAM is narrow, the one-row kernel instead
+        assert " one_row " in plan and "carveout" not in plan, plan
+        return
     assert ("carveout=max_l1" in plan) == held, plan
     if held:
         per_sm = int(re.search(r"held_per_sm=(\d+) carveout=max_l1", plan).group(1))
@@ -417,7 +446,12 @@ def test_block_registers_rows_of_whole_packs_and_ragged_rows(dtype, cols, shape,
     # reference's results. The 16-bit shapes take it for windows that are not a multiple of
     # their block, and 256 x 2 for its full window too; 512 x 2 for its full window as well,
     # for these few rows on any device.
+    # Where the DRAM is narrow, float rows that fill a one-row shape take it instead.
+    one = _one_row(cols, 5) if dtype == oneflite.float32 else None
     for _, plan in _aligned_and_off_a_boundary(kind, dtype, 5, cols):
+        if one is not None:
+            assert f"block_registers: pack=4 {one} one_row " in plan, plan
+            continue
         assert "block_registers: pack=" in plan, plan
         assert shape in plan and (" ragged" in plan) != whole, plan
 
@@ -698,6 +732,61 @@ def test_float_rows_of_512_columns_take_128_threads_where_dram_is_narrow(cols, k
 
 
 @pytest.mark.parametrize("kind", list(OPS))
+@pytest.mark.parametrize("cols", sorted(ONE_ROW_SHAPES))
+def test_float_rows_that_fill_a_shape_run_one_row_a_block_up_to_a_bound(cols, kind):
+    # float rows of whole packs that fill one of block_registers' one-row shapes exactly
+    # (kFloatOneRowShapes: 64 x 3 at 768 columns, 128 x 2, 3 and 4 at 1024-2048, 256 x 4 at
+    # 4096) run its kernel of a block a row, with no row loop and no test of the row's end, where
+    # the DRAM is narrow for the SMs (an H100), on launches of up to 2.5 MiB of x an SM
+    # (kOneRowMostBytesPerSm); a row more keeps the planned shape and kernel, and so does a wider
+    # DRAM. Rows one element off a 16-byte boundary take the ragged kernel (the trace reports
+    # the aligned plan); sampled rows of every launch match the reference (_many_rows).
+    most = 5 * 2**20 // 2 * _sm_count() // (cols * 4)
+    shape = ONE_ROW_SHAPES[cols]
+    for rows, offset, plan in _many_rows(kind, oneflite.float32, cols, most + 1):
+        if offset != 0:
+            continue
+        if _narrow_dram() and rows <= most:
+            assert f"block_registers: pack=4 {shape} one_row grid={rows}" in plan, (rows, plan)
+        else:
+            assert " one_row" not in plan, (rows, plan)
+
+
+@pytest.mark.parametrize("kind", list(OPS))
+@pytest.mark.parametrize("cols", sorted(ONE_ROW_SHAPES))
+def test_one_row_kernel_matches_the_reference_in_every_row(cols, kind):
+    # The one-row kernel (the test above) on 300 rows, every row checked, among them rows of
+    # NaN, +inf, magnitudes near float's largest, equal values and -inf only; then the same rows
+    # from one element past x's start (the ragged kernel), and a view of every other row (rows
+    # 2 * cols apart: not contiguous, copied first).
+    op, ref = OPS[kind]
+    values = _values(300, cols, seed=cols + 3)
+    values[5, 17] = np.nan
+    values[6, 100] = np.inf
+    values[7, ::2], values[7, 1::2] = 3e38, -3e38
+    values[8] = 3.25
+    values[9, :] = -np.inf
+    values[10, 3] = -np.inf
+    values[-1, -1] = np.inf
+    x = make_tensor(values, oneflite.float32, DEVICE)
+    with oneflite.trace() as t:
+        y = op(x, -1)
+    plans = _plan(t)
+    assert len(plans) == 1, plans
+    if _narrow_dram():
+        assert " one_row " in plans[0], plans
+    log = kind == "log_softmax"
+    assert_close(to_float64(y), ref(to_float64(x), 1), oneflite.float32, log=log, err_msg=plans[0])
+    flat = make_tensor(np.concatenate([[7.0], values.ravel()]), oneflite.float32, DEVICE)
+    shifted = flat._as_strided([300, cols], [cols, 1], 1)
+    assert_close(to_float64(op(shifted, -1)), ref(to_float64(shifted), 1), oneflite.float32,
+                 log=log, err_msg="storage offset 1")
+    every_other = flat._as_strided([150, cols], [2 * cols, 1], 1)
+    assert_close(to_float64(op(every_other, -1)), ref(to_float64(every_other), 1),
+                 oneflite.float32, log=log, err_msg="every other row")
+
+
+@pytest.mark.parametrize("kind", list(OPS))
 @pytest.mark.parametrize(
     ("dtype", "cols"),
     [(oneflite.float16, 1024), (oneflite.bfloat16, 1024), (oneflite.float32, 512)],
@@ -811,7 +900,7 @@ REGISTERS_512X2_RAGGED = ("block_registers: pack=4 cols_per_thread=8 block=512",
         (640, 512, REGISTERS_64X3, WARP_6_PACKS),
         (701, 512, None, WARP_6_PACKS),  # not whole packs
         (764, 512, REGISTERS_64X3, WARP_6_PACKS),  # 191
-        (768, 512, None, REGISTERS_128X2),  # 192: kFloatShapes' first
+        (768, 512, None, REGISTERS_128X2),  # 192: kFloatShapes' first (narrow DRAM: one-row 64 x 3)
         (3644, 128, None, REGISTERS_256X4),  # 911
         (3648, 128, REGISTERS_512X2_WHOLE, REGISTERS_256X4),  # 912
         (3840, 128, REGISTERS_512X2_WHOLE, REGISTERS_256X4),
@@ -839,6 +928,9 @@ def test_float_rows_take_the_wide_drams_shapes_from_enough_rows(
         if offset != 0:
             continue
         words, ragged = wide_shape if wide_shape and wide and rows == many else kept
+        one = _one_row(cols, rows)
+        if one is not None:  # rows that fill a one-row shape, where the DRAM is narrow
+            words, ragged = f"block_registers: pack=4 {one} one_row", False
         plan_words = plan.split()
         assert all(word in plan_words for word in words.split()), (rows, plan)
         if ragged is not None:
@@ -866,11 +958,14 @@ def test_rows_on_128_byte_lines_take_the_largest_carveout_where_dram_is_narrow(
     # block_registers rows whose bytes are a multiple of 128, on the shapes of kMaxSharedShape,
     # run the kernel's copy that prefers the largest shared-memory carve-out where the DRAM is
     # narrow for the SMs (an H100), once there are rows for 24 waves of its blocks
-    # (PreferMaxShared); five rows, rows off the lines and other shapes keep the default copy.
+    # (PreferMaxShared); five rows, rows off the lines and other shapes keep the default copy, and
+    # so does the one-row kernel, which float rows of 1024 and 1536 columns take there at these
+    # rows (kFloatOneRowShapes).
     # The launch takes the copy only where x and y start on a line: results are checked for
     # rows from an aligned start and from one element past it.
     many = 24 * (2048 // block) * _sm_count()  # 24 waves of as many blocks as fit an SM
-    expect = takes and _narrow_dram()
+    one_row = dtype == oneflite.float32 and _one_row(cols, many) is not None
+    expect = takes and _narrow_dram() and not one_row
     for rows, offset, plan in _many_rows(kind, dtype, cols, many):
         if offset == 0 and rows == many:
             assert "block_registers: " in plan, plan

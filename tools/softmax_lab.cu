@@ -49,8 +49,9 @@
 //               registers, in twice the shared memory; what no longer fits is re-read
 //   path=registers  block_registers by the planner's rule (PlanBlockRegisters), for any dtype
 //               but double: the shape whose range of windows takes the row, if one does
-//   registers=BxN[/whole]   block_registers with B threads of N packs (/whole: by its kernel
-//               for rows of whole 16-byte packs, where the row is): 128x2, 128x4, 256x2, 256x4,
+//   registers=BxN[/whole|/one]   block_registers with B threads of N packs (/whole: by its
+//               kernel for rows of whole 16-byte packs, where the row is; /one: by its kernel of
+//               a block a row, for rows that fill the shape): 128x2, 128x4, 256x2, 256x4,
 //               512x2, 512x4, 512x8 or 1024x8, float's 64x3, 192x2, 224x2 and 1024x4 (for the
 //               other dtypes the lab's), or the lab's 64x2, 64x3, 64x6, 96x2, 96x4, 128x1, 128x3,
 //               160x2, 160x3, 192x1, 256x1, 256x3, 256x8, 384x1, 512x1, 1024x1 or 1024x2 (at
@@ -437,6 +438,12 @@ const void* RegistersKernel(const Options& options, const Plan& plan, int64_t co
             BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, false, true>);
         return;
       }
+      if (plan.one_row) {
+        found = reinterpret_cast<const void*>(
+            BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, false, false,
+                                       StoreFallback::kNone, Carveout::kDefault, false, true>);
+        return;
+      }
       // The whole-rows kernel the plan took: the planner's fallback for this row.
       WithWholeRowsKernel<T, kBlock, kPacks>(
           WholeRowsFallback<T>(kBlock, kPacks, MaxWindowPacks<T>(cols, true)),
@@ -597,7 +604,9 @@ bool PlanReadAhead(const Options& options, const CudaDeviceInfo& info, int64_t r
     sizes(std::integral_constant<Algorithm, Algorithm::kSoftmax>{});
     sizes(std::integral_constant<Algorithm, Algorithm::kLogSoftmax>{});
   } else if (plan.path == Path::kBlockRegisters && plan.cached_packs == 0 && !plan.bulk_load) {
-    const RowsKernel kernel = plan.ragged ? RowsKernel::kRagged : RowsKernel::kWhole;
+    const RowsKernel kernel = plan.one_row  ? RowsKernel::kOneRow
+                              : plan.ragged ? RowsKernel::kRagged
+                                            : RowsKernel::kWhole;
     const int packs = plan.cols_per_thread / P;
     ok = options.algo == Algorithm::kSoftmax
              ? PlanBlockRegisters<T, Algorithm::kSoftmax>(info, rows, cols, true, plan.block, packs,
@@ -815,11 +824,13 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
       block = std::stoi(shape.substr(0, shape.find('x')));
       packs = std::stoi(shape.substr(shape.find('x') + 1));
     }
-    const std::string whole_suffix = "/whole";
-    const bool whole = variant.size() > whole_suffix.size() &&
-                       variant.compare(variant.size() - whole_suffix.size(), whole_suffix.size(),
-                                       whole_suffix) == 0;
-    const RowsKernel rows_kernel = whole ? RowsKernel::kWhole : RowsKernel::kPlanned;
+    auto ends_with = [&](const std::string& suffix) {
+      return variant.size() > suffix.size() &&
+             variant.compare(variant.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    const RowsKernel rows_kernel = ends_with("/whole") ? RowsKernel::kWhole
+                                   : ends_with("/one") ? RowsKernel::kOneRow
+                                                       : RowsKernel::kPlanned;
     auto plan_for = [&](auto algo_tag, Plan& regs) {
       constexpr Algorithm kAlgorithm = decltype(algo_tag)::value;
       return tail ? PlanRegistersTail<T, kAlgorithm>(info, rows, cols, true, block, packs, regs)

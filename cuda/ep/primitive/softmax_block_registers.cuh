@@ -59,26 +59,36 @@ enum class StoreFallback { kElements, kPack, kNone };
 // kReadAhead: thread 0 asks L2 for the bytes of x kReadAheadBytes past its row's (ReadAhead)
 // before the row's loads; another copy of the kernel, like kCarveout's, so that the launches
 // that do not read ahead keep their code (ReadsAheadPlanned says which do).
+//
+// kOneRow: a block a row and the grid the rows (no row loop), for rows that fill the shape
+// exactly: cols = kBlock * kPacks * P on 16-byte boundaries, y aligned as x is (whole rows with
+// no store fallback). Every position is then a constant, and no pack is tested against the row's
+// end, as in a kernel written for one row length. LaunchBlockRegisters sends other rows and
+// pointers to the ragged kernel; the planner takes it on short launches (PlansOneRowKernel).
 enum class Carveout { kDefault, kMaxL1, kMaxShared };
 
 template <typename T, Algorithm kAlgorithm, int kBlock, int kPacks, bool kCachedTail = false,
           bool kRagged = true, StoreFallback kFallback = StoreFallback::kElements,
-          Carveout kCarveout = Carveout::kDefault, bool kReadAhead = false>
+          Carveout kCarveout = Carveout::kDefault, bool kReadAhead = false, bool kOneRow = false>
 __global__ void __launch_bounds__(kBlock)
-    BlockRegisterSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int cols,
-                               bool y_vector_ok, int tail_slots, Stagger stagger) {
+    BlockRegisterSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows,
+                               int run_cols, bool y_vector_ok, int tail_slots, Stagger stagger) {
   static_assert(kRagged || !kCachedTail, "the cached tail's copies handle ragged rows only");
   static_assert(kFallback == StoreFallback::kElements || !kRagged,
                 "ragged rows have edges to store element by element");
+  static_assert(!kOneRow || (!kRagged && kFallback == StoreFallback::kNone && !kReadAhead),
+                "one row a block takes whole rows that fill the shape, y aligned as x");
   using C = ComputeType<T>;
   constexpr int P = PackSize<T>::value;
+  const int cols = kOneRow ? kBlock * kPacks * P : run_cols;
   __shared__ C posts[2][kBlock / kWarpSize];  // BlockAllReduce's, for the max and the sum
   extern __shared__ uint4 tail_cache[];
   const int tid = threadIdx.x;
   // This thread's tail slot 0; slot s is s * kBlock packs on.
   Pack<T>* const tail_slot = reinterpret_cast<Pack<T>*>(tail_cache) + tid;
   StaggerStart(stagger);
-  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+  // One pass for kOneRow: `row = rows` ends the loop, which the compiler then drops.
+  for (int64_t row = blockIdx.x; row < rows; row = kOneRow ? rows : row + gridDim.x) {
     if constexpr (kReadAhead) {
       if (tid == 0) { ReadAhead(x, rows * cols, row * cols, cols); }
     }
@@ -95,11 +105,12 @@ __global__ void __launch_bounds__(kBlock)
     // Rows of whole packs take the same loads with no edge packs (float's as plain loads, which
     // measured ahead of the predicated ones at 8192 and 32768 columns).
     Pack<T> packs[kPacks];
-    if constexpr (!kRagged && kIs16Bit<T>) {
+    // kOneRow's packs are all in the row: its loads are the vector loads alone.
+    if constexpr ((!kRagged && kIs16Bit<T>) || kOneRow) {
 #pragma unroll
       for (int n = 0; n < kPacks; ++n) {
         const int k = tid + n * kBlock;
-        packs[n] = LoadPackOrNegativeInfinity(x_row + k * P, k < window);
+        packs[n] = LoadPackOrNegativeInfinity(x_row + k * P, kOneRow || k < window);
       }
     } else if constexpr (!kRagged) {
       const Pack<T>* x_packs = reinterpret_cast<const Pack<T>*>(x_row);
@@ -177,7 +188,7 @@ __global__ void __launch_bounds__(kBlock)
     for (int n = 0; n < kPacks; ++n) {
       const int k = tid + n * kBlock;
       const int c0 = k * P - head;
-      if (k >= window) { continue; }
+      if (!kOneRow && k >= window) { continue; }
       C out[P];
 #pragma unroll
       for (int j = 0; j < P; ++j) { out[j] = output(v[n * P + j]); }

@@ -149,7 +149,8 @@ std::string ToString(const Plan& plan) {
             << " tail_cols=" << static_cast<int64_t>(plan.cached_packs) * plan.pack;
       }
       out << (plan.max_shared ? " carveout=max_shared" : "") << (plan.ragged ? " ragged" : "")
-          << (plan.bulk_load ? " bulk_load" : "") << (plan.read_ahead ? " read_ahead" : "");
+          << (plan.bulk_load ? " bulk_load" : "") << (plan.one_row ? " one_row" : "")
+          << (plan.read_ahead ? " read_ahead" : "");
       break;
     case Path::kWarpTile:
       out << "warp_tile: pack=" << plan.pack << " cols_per_thread=" << plan.cols_per_thread

@@ -109,6 +109,9 @@ struct Plan {
   // block_registers' 128 x 1 on rows of exactly 128 whole packs: the kernel whose row comes in
   // by one bulk copy (BulkLoadSoftmaxKernel, sm_90 on).
   bool bulk_load = false;
+  // block_registers on rows that fill its shape exactly: the kernel of a block a row with no row
+  // loop and no test of the row's end (kOneRow; PlansOneRowKernel says where).
+  bool one_row = false;
   // block_registers, the warp path and block_smem: the launch runs the kernel's copy that asks
   // L2 for x's bytes ahead of its own (ReadAhead; ReadsAheadPlanned, kWarpReadAheadShape and
   // PlanBlockSmemReadAhead say where; block_smem's only where x starts on a 128-byte line).
@@ -262,17 +265,26 @@ void LaunchBlock(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t co
 
 template <typename T, Algorithm kAlgorithm, int kBlock, int kPacks, bool kCachedTail = false,
           bool kRagged = true, StoreFallback kFallback = StoreFallback::kElements,
-          Carveout kCarveout = Carveout::kDefault, bool kReadAhead = false>
+          Carveout kCarveout = Carveout::kDefault, bool kReadAhead = false, bool kOneRow = false>
 void LaunchBlockRegisters(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols,
                           const void* x, void* y) {
+  if constexpr (kOneRow) {
+    // The planner gives kOneRow only to rows that fill the shape from a 16-byte boundary; a
+    // launch on other rows would need another shape.
+    ONEFLITE_CHECK(IsPackAligned(x) && cols == int64_t{kBlock} * kPacks * PackSize<T>::value,
+                   RuntimeError, "softmax: a one-row plan for ", kBlock * kPacks,
+                   " packs launched on rows of ", cols, " columns");
+  }
   if constexpr (kFallback == StoreFallback::kNone) {
-    if (!SameAlignment(x, y)) {  // y's packs would straddle 16-byte boundaries
+    // y's packs would straddle 16-byte boundaries (or, for kOneRow, the grid is not the rows):
+    // the ragged kernel, which holds the same rows from x's boundary.
+    if (!SameAlignment(x, y) || (kOneRow && rows != plan.grid)) {
       LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks, false, true, StoreFallback::kElements,
                            Carveout::kDefault, kReadAhead>(plan, stream, rows, cols, x, y);
       return;
     }
   }
-  if constexpr (kCarveout == Carveout::kDefault && !kCachedTail && !kReadAhead &&
+  if constexpr (kCarveout == Carveout::kDefault && !kCachedTail && !kReadAhead && !kOneRow &&
                 kMaxSharedShape<T, kBlock, kPacks>) {
     if (plan.max_shared && LineAligned(x) && LineAligned(y)) {
       LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks, false, kRagged, kFallback,
@@ -281,9 +293,10 @@ void LaunchBlockRegisters(const Plan& plan, cudaStream_t stream, int64_t rows, i
     }
   }
   BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, kCachedTail, kRagged, kFallback,
-                             kCarveout, kReadAhead><<<plan.grid, kBlock, plan.smem, stream>>>(
-      static_cast<const T*>(x), static_cast<T*>(y), rows, static_cast<int>(cols),
-      SameAlignment(x, y), plan.cached_packs / kBlock, plan.stagger);
+                             kCarveout, kReadAhead, kOneRow>
+      <<<plan.grid, kBlock, plan.smem, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), rows,
+                                                 static_cast<int>(cols), SameAlignment(x, y),
+                                                 plan.cached_packs / kBlock, plan.stagger);
   ONEFLITE_CUDA_CHECK_LAUNCH();
 }
 
@@ -691,7 +704,9 @@ bool PlanTileRows(const CudaDeviceInfo& info, int64_t rows, int64_t cols, Plan& 
 // of the pack): kPlanned, the planner's choice (PlansWholeRowsKernel); kRagged, the kernel for
 // rows of any alignment; kWhole, the one for whole packs (for the lab's comparison: outside the
 // lab only the planned shapes have it).
-enum class RowsKernel { kPlanned, kRagged, kWhole };
+// kOneRow, the kernel of a block a row for rows that fill the shape (kOneRow in
+// BlockRegisterSoftmaxKernel), where the row does.
+enum class RowsKernel { kPlanned, kRagged, kWhole, kOneRow };
 
 // Whether the block_registers shape has a whole-rows kernel (kRagged = false) with the store
 // fallback `fallback` outside the lab (the lab builds one of each fallback for every shape), and
@@ -1300,6 +1315,62 @@ struct BlockPacks {
   int packs;
 };
 
+// The kernel of a block a row (kOneRow) for float rows that fill a shape exactly, on a launch of
+// at most kOneRowMostBytesPerSm of x an SM, where the DRAM is narrow for the SMs (NarrowDram: an
+// H100): the shape each such window takes (kFloatOneRowShapes), in place of the planned shape
+// and kernel. Measured on an H100 (NOTES.md item 105;
+// tools/softmax_lab.cu, registers=BxN/one against the plan and Triton's kernel, float softmax,
+// fractions of copy; plan -> one row):
+//  * 768 columns on 64 x 3: 2112 rows 0.926-0.943 -> 0.955-0.964, 8192 0.990-0.994 ->
+//    1.030-1.032, 16384 1.002-1.005 -> 1.033-1.039, 98304 1.000 -> 1.001-1.002;
+//  * 1024 on 128 x 2: 2112 0.976 -> 0.996-1.004, 8192 1.017-1.020 -> 1.036-1.038, 16384
+//    0.984-0.990 -> 1.001, 49152 0.995-0.996 -> 0.998-0.999, 98304 0.997 -> 0.996-0.997;
+//  * 1536 on 128 x 3: 2112 0.949-0.953 -> 0.994-1.006, 8192 1.005-1.008 -> 1.036-1.040, 16384
+//    1.003-1.005 -> 1.021-1.024, 49152 0.999-1.000 -> 1.002-1.003; 98304 1.004-1.005 ->
+//    1.001-1.002, where the plan's 256 x 2 on the largest carve-out stays;
+//  * 2048 on 128 x 4: 2112 0.974-0.982 -> 0.982-0.985, 8192 1.006-1.007 -> 1.033-1.036, 16384
+//    1.005-1.006 -> 1.018-1.019; 98304 0.999 -> 0.997;
+//  * 4096 on 256 x 4: 2112 1.027-1.030 -> 1.049-1.052, 8192 1.006 -> 1.015, 16384 1.000 ->
+//    1.006-1.007; 32768 1.009-1.010 -> 1.007.
+// The other shapes each width took measured behind these (192 x 1, 192 x 2, 256 x 2, 512 x 2),
+// and so did 512 columns on 128 x 1 from 8192 rows (the bulk load's kernel and the warp path
+// keep them). The bound lies between 2.2 MiB an SM (1536 columns at 49152 rows, ahead) and 2.9
+// (1024 at 98304, level; 1536 and 2048 behind from 4.4). Where the DRAM is wide (an H200) it is
+// not measured, and the planner keeps its shapes there.
+struct OneRowShape {
+  int64_t window;
+  BlockPacks shape;
+};
+constexpr OneRowShape kFloatOneRowShapes[] = {
+    {192, {64, 3}}, {256, {128, 2}}, {384, {128, 3}}, {512, {128, 4}}, {1024, {256, 4}}};
+constexpr int64_t kOneRowMostBytesPerSm = int64_t{5} * 1024 * 1024 / 2;
+
+// The one-row shape of a window of whole packs, or {0, 0} where it has none.
+template <typename T>
+constexpr BlockPacks OneRowShapeOf(int64_t window) {
+  if constexpr (std::is_same_v<T, float>) {
+    for (const OneRowShape& entry : kFloatOneRowShapes) {
+      if (entry.window == window) { return entry.shape; }
+    }
+  }
+  return BlockPacks{0, 0};
+}
+// Whether this build has kBlock x kPacks's one-row kernel: the planner's shapes, in the lab
+// every shape's.
+template <typename T>
+constexpr bool BuildsOneRowKernel(int block, int packs) {
+#ifdef ONEFLITE_SOFTMAX_LAB
+  return !std::is_same_v<T, double>;
+#else
+  if constexpr (std::is_same_v<T, float>) {
+    for (const OneRowShape& entry : kFloatOneRowShapes) {
+      if (entry.shape.block == block && entry.shape.packs == packs) { return true; }
+    }
+  }
+  return false;
+#endif
+}
+
 // The block_registers shape that PlanBlockRegisters gives a window of its own accord: the rule's
 // that takes it, else its range's; {0, 0} where neither takes it.
 template <typename T, Algorithm kAlgorithm>
@@ -1385,6 +1456,16 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
         }
       }
     }
+    // Rows that fill a one-row shape, on a launch short enough, where the DRAM is narrow
+    // (kFloatOneRowShapes).
+    const BlockPacks one = OneRowShapeOf<T>(window);
+    if (rows_kernel == RowsKernel::kPlanned && narrow_dram && whole_rows && one.block != 0 &&
+        rows <= kMaxGridBlocks &&
+        rows * cols * static_cast<int64_t>(sizeof(T)) <= kOneRowMostBytesPerSm * info.sm_count) {
+      block = one.block;
+      packs = one.packs;
+      rows_kernel = RowsKernel::kOneRow;
+    }
   }
   bool chosen = false;
   auto consider = [&](auto block_tag, auto packs_tag) {
@@ -1431,6 +1512,21 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
                 plan.ragged = false;
               });
         }
+        plan.one_row = false;
+        if constexpr (!kAhead && BuildsOneRowKernel<T>(kBlock, kPacks)) {
+          if (rows_kernel == RowsKernel::kOneRow && whole_rows &&
+              window == int64_t{kBlock} * kPacks && rows <= kMaxGridBlocks) {
+            kernel = reinterpret_cast<const void*>(
+                &BlockRegisterSoftmaxKernel<T, kAlgorithm, kBlock, kPacks, false, false,
+                                            StoreFallback::kNone, Carveout::kDefault, false, true>);
+            max_shared_kernel = nullptr;  // its own preference: the default carve-out
+            plan.launch =
+                &LaunchBlockRegisters<T, kAlgorithm, kBlock, kPacks, false, false,
+                                      StoreFallback::kNone, Carveout::kDefault, false, true>;
+            plan.ragged = false;
+            plan.one_row = true;
+          }
+        }
         plan.path = Path::kBlockRegisters;
         plan.pack = P;
         plan.block = kBlock;
@@ -1449,6 +1545,7 @@ bool PlanBlockRegisters(const CudaDeviceInfo& info, int64_t rows, int64_t cols, 
             kernel = bulk;
             plan.launch = &LaunchBulkLoad<T, kAlgorithm, kBlock>;
             plan.ragged = false;
+            plan.one_row = false;
             plan.bulk_load = true;
           }
         }
