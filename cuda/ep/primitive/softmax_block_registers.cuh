@@ -63,8 +63,9 @@ enum class StoreFallback { kElements, kPack, kNone };
 // kOneRow: a block a row and the grid the rows (no row loop), for rows that fill the shape
 // exactly: cols = kBlock * kPacks * P on 16-byte boundaries, y aligned as x is (whole rows with
 // no store fallback). Every position is then a constant, and no pack is tested against the row's
-// end, as in a kernel written for one row length. LaunchBlockRegisters sends other rows and
-// pointers to the ragged kernel; the planner takes it on short launches (PlansOneRowKernel).
+// end, as in a kernel written for one row length. LaunchBlockRegisters sends a y aligned
+// otherwise, or a grid that is not the rows, to the ragged kernel; the planner takes it on short
+// launches (kFloatOneRowShapes).
 enum class Carveout { kDefault, kMaxL1, kMaxShared };
 
 template <typename T, Algorithm kAlgorithm, int kBlock, int kPacks, bool kCachedTail = false,

@@ -110,7 +110,7 @@ struct Plan {
   // by one bulk copy (BulkLoadSoftmaxKernel, sm_90 on).
   bool bulk_load = false;
   // block_registers on rows that fill its shape exactly: the kernel of a block a row with no row
-  // loop and no test of the row's end (kOneRow; PlansOneRowKernel says where).
+  // loop and no test of the row's end (kOneRow; kFloatOneRowShapes says where).
   bool one_row = false;
   // block_registers, the warp path and block_smem: the launch runs the kernel's copy that asks
   // L2 for x's bytes ahead of its own (ReadAhead; ReadsAheadPlanned, kWarpReadAheadShape and
