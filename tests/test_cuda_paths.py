@@ -165,6 +165,7 @@ ONE_ROW_SHAPES = {
     2048: "cols_per_thread=16 block=128",
     4096: "cols_per_thread=16 block=256",
 }
+ONE_ROW_MOST_BYTES_PER_SM = 5 * 2**20 // 2
 
 
 def _one_row(cols: int, rows: int) -> str | None:
@@ -172,7 +173,8 @@ def _one_row(cols: int, rows: int) -> str | None:
     kernel, or None where they do not take it."""
     if cols not in ONE_ROW_SHAPES or not _narrow_dram():
         return None
-    return ONE_ROW_SHAPES[cols] if rows * cols * 4 <= 5 * 2**20 // 2 * _sm_count() else None
+    fits = rows * cols * 4 <= ONE_ROW_MOST_BYTES_PER_SM * _sm_count()
+    return ONE_ROW_SHAPES[cols] if fits else None
 
 
 def _bulk_copies() -> bool:
@@ -741,7 +743,7 @@ def test_float_rows_that_fill_a_shape_run_one_row_a_block_up_to_a_bound(cols, ki
     # (kOneRowMostBytesPerSm); a row more keeps the planned shape and kernel, and so does a wider
     # DRAM. Rows one element off a 16-byte boundary take the ragged kernel (the trace reports
     # the aligned plan); sampled rows of every launch match the reference (_many_rows).
-    most = 5 * 2**20 // 2 * _sm_count() // (cols * 4)
+    most = ONE_ROW_MOST_BYTES_PER_SM * _sm_count() // (cols * 4)
     shape = ONE_ROW_SHAPES[cols]
     for rows, offset, plan in _many_rows(kind, oneflite.float32, cols, most + 1):
         if offset != 0:
