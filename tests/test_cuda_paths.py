@@ -168,6 +168,12 @@ ONE_ROW_SHAPES = {
 ONE_ROW_MOST_BYTES_PER_SM = 5 * 2**20 // 2
 
 
+# The warp path's kernel of a warp a row (kWarpOneRowPacks): float rows of 32 lanes times 2 or 4
+# packs (256 and 512 columns) from a 16-byte boundary, where the DRAM is narrow; 512 columns
+# below 512 rows an SM (kFloat128x1MinRowsPerSm).
+WARP_ONE_ROW_COLS = {256: "cols_per_thread=8", 512: "cols_per_thread=16"}
+
+
 def _one_row(cols: int, rows: int) -> str | None:
     """The shape `rows` float rows of `cols` from a 16-byte boundary run on by the one-row
     kernel, or None where they do not take it."""
@@ -755,14 +761,37 @@ def test_float_rows_that_fill_a_shape_run_one_row_a_block_up_to_a_bound(cols, ki
 
 
 @pytest.mark.parametrize("kind", list(OPS))
-@pytest.mark.parametrize("cols", sorted(ONE_ROW_SHAPES))
+@pytest.mark.parametrize("cols", sorted(WARP_ONE_ROW_COLS))
+def test_float_rows_that_fill_a_32_lane_rung_run_a_warp_a_row(cols, kind):
+    # float rows of whole packs that fill the warp path's 32 lanes of 2 or 4 packs exactly (256
+    # and 512 columns) run its kernel of a warp a row (kWarpOneRowPacks), a block a tile of four
+    # rows, with no row loop and no test of the row's end, where the DRAM is narrow for the SMs
+    # (an H100): here on 256 rows an SM, and one row fewer, whose last block has warps with no
+    # row (from 512 rows an SM, rows of 512 columns take block_registers' 128 x 1: the test of
+    # 512 columns above). A wider DRAM keeps the rung's kernel of the row loop. Rows one element
+    # off a 16-byte boundary take the ragged kernel (the trace reports the aligned plan); sampled
+    # rows of every launch match the reference (_many_rows).
+    rung = (f"warp: pack=4 {WARP_ONE_ROW_COLS[cols]} thread_group_width=32 rows_per_access=1"
+            " block=128")
+    for rows, offset, plan in _many_rows(kind, oneflite.float32, cols, 256 * _sm_count()):
+        if offset != 0:
+            continue
+        if _narrow_dram():
+            assert f"{rung} one_row grid={(rows + 3) // 4}" in plan, (rows, plan)
+        else:
+            assert f"{rung} grid=" in plan, (rows, plan)
+
+
+@pytest.mark.parametrize("kind", list(OPS))
+@pytest.mark.parametrize("cols", sorted(ONE_ROW_SHAPES.keys() | WARP_ONE_ROW_COLS.keys()))
 def test_one_row_kernel_matches_the_reference_in_every_row(cols, kind):
-    # The one-row kernel (the test above) on 300 rows, every row checked, among them rows of
-    # NaN, +inf, magnitudes near float's largest, equal values and -inf only; then the same rows
-    # from one element past x's start (the ragged kernel), and a view of every other row (rows
-    # 2 * cols apart: not contiguous, copied first).
+    # The one-row kernels (block_registers' and the warp path's: the tests above) on 301 rows,
+    # every row checked, among them rows of NaN, +inf, magnitudes near float's largest, equal
+    # values and -inf only (the warp kernel's last block has one row and three warps with none);
+    # then the same rows from one element past x's start (the ragged kernels), and a view of
+    # every other row (rows 2 * cols apart: not contiguous, copied first).
     op, ref = OPS[kind]
-    values = _values(300, cols, seed=cols + 3)
+    values = _values(301, cols, seed=cols + 3)
     values[5, 17] = np.nan
     values[6, 100] = np.inf
     values[7, ::2], values[7, 1::2] = 3e38, -3e38
@@ -780,7 +809,7 @@ def test_one_row_kernel_matches_the_reference_in_every_row(cols, kind):
     log = kind == "log_softmax"
     assert_close(to_float64(y), ref(to_float64(x), 1), oneflite.float32, log=log, err_msg=plans[0])
     flat = make_tensor(np.concatenate([[7.0], values.ravel()]), oneflite.float32, DEVICE)
-    shifted = flat._as_strided([300, cols], [cols, 1], 1)
+    shifted = flat._as_strided([301, cols], [cols, 1], 1)
     assert_close(to_float64(op(shifted, -1)), ref(to_float64(shifted), 1), oneflite.float32,
                  log=log, err_msg="storage offset 1")
     every_other = flat._as_strided([150, cols], [2 * cols, 1], 1)

@@ -101,6 +101,12 @@
 //               pair=1x3 (...): three packs a thread, rows of exactly 384 packs (float 1536).
 //               Suffixes o, r and f (pair=1x2orf, any of them; not with m or l) add
 //               block_registers' row loop, run-time columns and store fallback (PairRowsKernel)
+//   one=off     a one-row warp plan (PlanWarpOneRow) on its rung's kernel with the row loop
+//   warprow=NxB[p]  not a plan: one row a warp, 4 warps a block, the grid the rows / 4 (the
+//               warp path's launch shape) with no row loop, no alignment test and the columns a
+//               constant: rows of exactly 32 x N packs of B bytes (1x16, 2x16, 3x16, 4x16, 4x4,
+//               8x4, 2x8, 4x8). Lane l holds packs l + 32 k: warprow=8x4 at float 256 is one scalar
+//               load a lane per 128 bytes of the row. p: plain ld.global, not ld.global.nc
 //   bulk=MODE[/THREADS]  not a plan: one row a block of THREADS threads (32, 64, 128, 256 or
 //               512; default 128) and the fewest packs a thread that hold it (LaunchBulk lists
 //               the shapes), rows of whole packs, moved by the bulk copy engine: load (the row
@@ -757,6 +763,21 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
         plan_rows(std::integral_constant<int, 4>{});
       }
     });
+  } else if (variant == "one=off" && plan.path == Path::kWarp && plan.one_row) {
+    // The one-row warp plan's rung by its kernel with the row loop (PlanWarpOneRow undone).
+    const int packs = plan.cols_per_thread / PackSize<T>::value;
+    auto replan = [&](auto packs_tag) {
+      constexpr int kPacks = decltype(packs_tag)::value;
+      using Shape = WarpShape<kWarpSize, kPacks, kPackBytes, 1>;
+      if (kPacks != packs) { return; }
+      if (options.algo == Algorithm::kSoftmax) {
+        PlanWarp<T, Algorithm::kSoftmax, Shape>(info, rows, false, plan, ReadAheadChoice::kOff);
+      } else {
+        PlanWarp<T, Algorithm::kLogSoftmax, Shape>(info, rows, false, plan, ReadAheadChoice::kOff);
+      }
+    };
+    replan(std::integral_constant<int, kWarpOneRowPacks[0]>{});
+    replan(std::integral_constant<int, kWarpOneRowPacks[1]>{});
   } else if (variant.rfind("warp=", 0) == 0) {
     int width = 0, packs = 0, bytes = kPackBytes;
     if (std::sscanf(variant.c_str(), "warp=%dx%dx%d", &width, &packs, &bytes) < 2) {
@@ -1165,6 +1186,96 @@ void LaunchPairRows(Algorithm algo, cudaStream_t stream, int64_t rows, const T* 
   LAB_CHECK(cudaGetLastError());
 }
 
+// The variant warprow=NxB's kernel (lab only): one row a warp, the warp path's launch shape (4
+// warps a block of 128 threads, the grid the rows / 4) with nothing else: no row loop, the
+// columns a constant (32 * N packs of B bytes, aligned rows), no test of y's alignment and no
+// edge columns. Lane l holds packs l + 32 k, so with 4-byte packs (warprow=8x4 at float 256) it
+// holds elements l + 32 k, the layout of one scalar load a lane. kPlainLoads (suffix p): plain
+// ld.global rather than ld.global.nc.
+template <typename T, Algorithm kAlgorithm, int kPacks, int kBytes, bool kPlainLoads>
+__global__ void __launch_bounds__(kWarpBlockSize)
+    WarpRowKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows) {
+  using C = ComputeType<T>;
+  using RowPack = Pack<T, kBytes>;
+  constexpr int P = PackSize<T, kBytes>::value;
+  constexpr int kCols = kWarpSize * kPacks * P;
+  const int lane = threadIdx.x % kWarpSize;
+  const int64_t row =
+      static_cast<int64_t>(blockIdx.x) * (kWarpBlockSize / kWarpSize) + threadIdx.x / kWarpSize;
+  if (row >= rows) { return; }  // the whole warp leaves together
+  const T* x_row = x + row * kCols;
+  RowPack packs[kPacks];
+#pragma unroll
+  for (int n = 0; n < kPacks; ++n) {
+    const T* at = x_row + (n * kWarpSize + lane) * P;
+    if constexpr (kPlainLoads) {
+      packs[n] = *reinterpret_cast<const RowPack*>(at);
+    } else {
+      packs[n] = LoadPackOrNegativeInfinity<T, kBytes>(at, true);
+    }
+  }
+  C v[kPacks * P];
+#pragma unroll
+  for (int i = 0; i < kPacks * P; ++i) { v[i] = ToCompute(packs[i / P].elem[i % P]); }
+  const C row_max = GroupAllReduce<kWarpSize>(PackMax<T, kBytes, kPacks>(packs),
+                                              [](C a, C b) { return Max(a, b); });
+  C sum = 0;
+#pragma unroll
+  for (int i = 0; i < kPacks * P; ++i) { Shift<T, kAlgorithm>(v[i], row_max, sum); }
+  const ShiftedOutput<T, kAlgorithm> output(
+      GroupAllReduce<kWarpSize>(sum, [](C a, C b) { return a + b; }));
+  T* y_row = y + row * kCols;
+#pragma unroll
+  for (int n = 0; n < kPacks; ++n) {
+    C out[P];
+#pragma unroll
+    for (int j = 0; j < P; ++j) { out[j] = output(v[n * P + j]); }
+    StorePack(y_row + (n * kWarpSize + lane) * P, MakePack<T, kBytes>(out));
+  }
+}
+
+// Launches warprow=NxB[p] on the first `rows` rows of `cols` columns; false where the lab has no
+// such kernel for T or the columns are not 32 * N packs.
+template <typename T>
+bool LaunchWarpRow(int packs, int bytes, bool plain, Algorithm algo, cudaStream_t stream,
+                   int64_t rows, int64_t cols, const T* x, T* y) {
+  bool launched = false;
+  auto try_shape = [&](auto packs_tag, auto bytes_tag) {
+    constexpr int kPacks = decltype(packs_tag)::value;
+    constexpr int kBytes = decltype(bytes_tag)::value;
+    constexpr int P = PackSize<T, kBytes>::value;
+    if constexpr (P > 0) {
+      if (kPacks != packs || kBytes != bytes || cols != int64_t{kWarpSize} * kPacks * P) { return; }
+      launched = true;
+      if (rows == 0) { return; }  // a check only
+      const dim3 grid(static_cast<unsigned>((rows + 3) / 4));
+      auto launch = [&](auto kernel) { kernel<<<grid, kWarpBlockSize, 0, stream>>>(x, y, rows); };
+      if (algo == Algorithm::kSoftmax) {
+        plain ? launch(WarpRowKernel<T, Algorithm::kSoftmax, kPacks, kBytes, true>)
+              : launch(WarpRowKernel<T, Algorithm::kSoftmax, kPacks, kBytes, false>);
+      } else {
+        plain ? launch(WarpRowKernel<T, Algorithm::kLogSoftmax, kPacks, kBytes, true>)
+              : launch(WarpRowKernel<T, Algorithm::kLogSoftmax, kPacks, kBytes, false>);
+      }
+      LAB_CHECK(cudaGetLastError());
+    }
+  };
+  using I1 = std::integral_constant<int, 1>;
+  using I2 = std::integral_constant<int, 2>;
+  using I4 = std::integral_constant<int, 4>;
+  using I8 = std::integral_constant<int, 8>;
+  using I16 = std::integral_constant<int, 16>;
+  try_shape(I1{}, I16{});
+  try_shape(I2{}, I16{});
+  try_shape(std::integral_constant<int, 3>{}, I16{});
+  try_shape(I4{}, I16{});
+  try_shape(I4{}, I4{});
+  try_shape(I8{}, I4{});
+  try_shape(I2{}, I8{});
+  try_shape(I4{}, I8{});
+  return launched;
+}
+
 // The variant bulk=MODE's kernel (lab only, sm_90): one row a block of kThreads threads of up to
 // kPacks 16-byte packs each, rows of whole packs (aligned, cols a multiple of P, at most
 // kThreads * kPacks packs), moved by the bulk copy engine (TMA's non-tensor copies) instead of
@@ -1386,12 +1497,13 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
     std::vector<Run> runs;
     for (const std::string& variant : options.variants) {
       const bool triton_variant = variant == "triton" || variant.rfind("triton=", 0) == 0;
-      const Plan plan = VariantPlan<T>(
-          options,
-          triton_variant || variant.rfind("pair=", 0) == 0 || variant.rfind("bulk=", 0) == 0
-              ? "default"
-              : variant,
-          info, rows, cols);
+      const Plan plan =
+          VariantPlan<T>(options,
+                         triton_variant || variant.rfind("pair=", 0) == 0 ||
+                                 variant.rfind("bulk=", 0) == 0 || variant.rfind("warprow=", 0) == 0
+                             ? "default"
+                             : variant,
+                         info, rows, cols);
       if (plan.launch == nullptr) { continue; }  // a warp=WxN rung that does not fit the row
       const TritonKernel triton = !triton_variant       ? TritonKernel{}
                                   : variant == "triton" ? LoadTriton(options.triton_dir, name, cols)
@@ -1424,6 +1536,19 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
       }
       const Algorithm algo = options.algo;
       const std::string bulk = variant.rfind("bulk=", 0) == 0 ? variant.substr(5) : "";
+      // warprow=NxB[p]: one row a warp, N packs of B bytes a lane (p: plain loads).
+      int warprow_packs = 0, warprow_bytes = 0;
+      const bool warprow =
+          variant.rfind("warprow=", 0) == 0 &&
+          std::sscanf(variant.c_str(), "warprow=%dx%d", &warprow_packs, &warprow_bytes) == 2;
+      const bool warprow_plain = warprow && variant.back() == 'p';
+      if (variant.rfind("warprow=", 0) == 0 &&
+          (!warprow || !LaunchWarpRow<T>(warprow_packs, warprow_bytes, warprow_plain, options.algo,
+                                         stream, 0, cols, x, y))) {
+        std::fprintf(stderr, "softmax_lab: %s takes rows of 32 x N packs of B bytes only\n",
+                     variant.c_str());
+        continue;
+      }
       if (!bulk.empty() && !LaunchBulk<T>(bulk, algo, stream, 0, cols, x, y)) {
         std::fprintf(stderr,
                      "softmax_lab: %s takes rows of whole packs that its block holds only\n",
@@ -1435,6 +1560,9 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
       const auto launch = [=, &stream](int64_t n) {
         if (!bulk.empty()) {
           LaunchBulk<T>(bulk, algo, stream, n, cols, x, y);
+        } else if (warprow) {
+          LaunchWarpRow<T>(warprow_packs, warprow_bytes, warprow_plain, algo, stream, n, cols, x,
+                           y);
         } else if (triton_variant) {
           LaunchTriton(triton, stream, n, cols, x, y);
         } else if (pair == 1 && pair_packs == 2) {
@@ -1533,6 +1661,8 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
                   static_cast<long long>(cols), static_cast<long long>(rows),
                   triton_variant ? ("triton: threads=" + std::to_string(triton.threads)).c_str()
                   : variant.rfind("bulk=", 0) == 0 ? ("bulk: " + variant.substr(5)).c_str()
+                  : variant.rfind("warprow=", 0) == 0
+                      ? ("warprow: one row a warp, " + variant.substr(8)).c_str()
                   : variant.rfind("pair=", 0) == 0
                       ? ("pair: " + variant.substr(5) + " rows a block of 128 threads each").c_str()
                       : ToString(plan).c_str(),

@@ -127,7 +127,7 @@ std::string ToString(const Plan& plan) {
       out << "warp: pack=" << plan.pack << " cols_per_thread=" << plan.cols_per_thread
           << " thread_group_width=" << plan.width << " rows_per_access=" << plan.rows_per_access
           << (plan.ragged ? " ragged" : "") << " block=" << plan.block
-          << (plan.read_ahead ? " read_ahead" : "");
+          << (plan.one_row ? " one_row" : "") << (plan.read_ahead ? " read_ahead" : "");
       break;
     case Path::kBlockSmem:
       out << "block_smem: pack=" << plan.pack << " block=" << plan.block << " smem=" << plan.smem

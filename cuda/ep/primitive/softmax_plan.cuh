@@ -110,7 +110,8 @@ struct Plan {
   // by one bulk copy (BulkLoadSoftmaxKernel, sm_90 on).
   bool bulk_load = false;
   // block_registers on rows that fill its shape exactly: the kernel of a block a row with no row
-  // loop and no test of the row's end (kOneRow; kFloatOneRowShapes says where).
+  // loop and no test of the row's end (kOneRow; kFloatOneRowShapes says where); the warp path on
+  // rows that fill a 32-lane rung: its kernel of a warp a row (kWarpOneRowPacks).
   bool one_row = false;
   // block_registers, the warp path and block_smem: the launch runs the kernel's copy that asks
   // L2 for x's bytes ahead of its own (ReadAhead; ReadsAheadPlanned, kWarpReadAheadShape and
@@ -224,11 +225,27 @@ constexpr int64_t kBlockSmemReadAheadMostPacks = 4704;
 template <typename T, Algorithm kAlgorithm>
 constexpr bool kBlockSmemReadAheadCopy = kIs16Bit<T> && kAlgorithm == Algorithm::kSoftmax;
 
-template <typename T, Algorithm kAlgorithm, typename Shape, bool kRagged, bool kReadAhead = false>
+template <typename T, Algorithm kAlgorithm, typename Shape, bool kRagged, bool kReadAhead = false,
+          bool kOneRow = false>
 void LaunchWarp(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols, const void* x,
                 void* y) {
+  if constexpr (kOneRow) {
+    // The planner gives kOneRow only to rows that fill the rung from a 16-byte boundary; a
+    // launch on other rows would need another rung.
+    constexpr int64_t kCols = int64_t{Shape::width} * Shape::packs * PackSize<T>::value;
+    ONEFLITE_CHECK(IsPackAligned(x) && cols == kCols, RuntimeError,
+                   "softmax: a one-row warp plan for ", Shape::width * Shape::packs,
+                   " packs launched on rows of ", cols, " columns");
+    // y's packs would straddle 16-byte boundaries, or the grid does not reach every row: the
+    // rung's kernel with its row loop and store fallback.
+    constexpr int64_t kRowsPerBlock = kWarpBlockSize / kWarpSize;
+    if (!SameAlignment<Shape::bytes>(x, y) || int64_t{plan.grid} * kRowsPerBlock < rows) {
+      LaunchWarp<T, kAlgorithm, Shape, false>(plan, stream, rows, cols, x, y);
+      return;
+    }
+  }
   WarpSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::packs, kRagged, Shape::bytes, Shape::rows,
-                    kReadAhead><<<plan.grid, kWarpBlockSize, plan.smem, stream>>>(
+                    kReadAhead, kOneRow><<<plan.grid, kWarpBlockSize, plan.smem, stream>>>(
       static_cast<const T*>(x), static_cast<T*>(y), rows, static_cast<int>(cols),
       SameAlignment<Shape::bytes>(x, y));
   ONEFLITE_CUDA_CHECK_LAUNCH();
@@ -544,6 +561,7 @@ void PlanWarpRung(const CudaDeviceInfo& info, int64_t rows, Plan& plan, ReadAhea
     plan.block = kWarpBlockSize;
     plan.ragged = kRagged;
     plan.read_ahead = kAhead;
+    plan.one_row = false;
     plan.launch = &LaunchWarp<T, kAlgorithm, Shape, kRagged, kAhead>;
     const auto* kernel = reinterpret_cast<const void*>(
         &WarpSoftmaxKernel<T, kAlgorithm, Shape::width, Shape::packs, kRagged, Shape::bytes,
@@ -1773,6 +1791,57 @@ bool PlanCachedTail(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool
 // so does y (Describe, which has no pointers, assumes they do). `allow_registers` = false plans a
 // shared-memory block path for any row, never the paths that hold a row in registers or stage it
 // per warp (for tools/softmax_lab.cu, which compares the paths).
+// float rows of 32 lanes times kWarpOneRowPacks packs (256 and 512 columns) from a 16-byte
+// boundary, where the DRAM is narrow for the SMs (NarrowDram: an H100), take the warp path's
+// kernel of a warp a row (kOneRow in WarpSoftmaxKernel) in place of its rung's, the kernel of
+// the row loop; rows of 512 columns only below kFloat128x1MinRowsPerSm, from where
+// block_registers' 128 x 1 takes them (PlanPath asks PlanBlockRegisters first). Measured on an
+// H100 (NOTES.md item 106; tools/softmax_lab.cu, one=off against the plan, two rounds, fractions
+// of copy, softmax / log_softmax): 256 columns at 8192 rows 1.004 -> 1.008-1.012 / 0.984-1.004
+// -> 1.000-1.008, 32768 1.023-1.025 -> 1.036-1.039 / 1.022-1.023 -> 1.037, 98304 1.004-1.005 ->
+// 1.009 / 1.003-1.005 -> 1.007-1.008, 393216 0.996 -> 0.997 / 0.995-0.996 -> 0.997-0.998; 512
+// at 8192 rows 0.971-0.973 -> 0.987 / 0.963-0.966 -> 0.963-0.971, 32768 1.000-1.002 ->
+// 1.008-1.009 / 1.001-1.002 -> 1.014-1.015.
+constexpr int kWarpOneRowPacks[] = {2, 4};
+
+template <typename T, Algorithm kAlgorithm, int kPacks>
+void PlanWarpOneRowRung(const CudaDeviceInfo& info, int64_t rows, Plan& plan) {
+  using Shape = WarpShape<kWarpSize, kPacks, kPackBytes, 1>;
+  PlanWarp<T, kAlgorithm, Shape>(info, rows, /*ragged=*/false, plan, ReadAheadChoice::kOff);
+  const auto* kernel = reinterpret_cast<const void*>(
+      &WarpSoftmaxKernel<T, kAlgorithm, kWarpSize, kPacks, false, kPackBytes, 1, false, true>);
+  SetGrid(plan, plan.tiles, info, MaxActiveBlocksPerSm(kernel, info, kWarpBlockSize, 0),
+          /*persistent=*/false);
+  plan.launch = &LaunchWarp<T, kAlgorithm, Shape, false, false, true>;
+  plan.one_row = true;
+}
+
+// Fills `plan` with the one-row warp kernel where kWarpOneRowPacks takes the rows; false
+// elsewhere.
+template <typename T, Algorithm kAlgorithm>
+bool PlanWarpOneRow(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_aligned,
+                    Plan& plan) {
+  if constexpr (std::is_same_v<T, float>) {
+    constexpr int P = PackSize<T>::value;
+    constexpr int64_t kRowsPerBlock = kWarpBlockSize / kWarpSize;
+    if (!NarrowDram(info) || !WholePackRows<T>(cols, x_aligned) ||
+        (rows + kRowsPerBlock - 1) / kRowsPerBlock > kMaxGridBlocks) {
+      return false;
+    }
+    bool chosen = false;
+    auto consider = [&](auto packs_tag) {
+      constexpr int kPacks = decltype(packs_tag)::value;
+      if (cols != int64_t{kWarpSize} * kPacks * P) { return; }
+      PlanWarpOneRowRung<T, kAlgorithm, kPacks>(info, rows, plan);
+      chosen = true;
+    };
+    consider(std::integral_constant<int, kWarpOneRowPacks[0]>{});
+    consider(std::integral_constant<int, kWarpOneRowPacks[1]>{});
+    return chosen;
+  }
+  return false;
+}
+
 template <typename T, Algorithm kAlgorithm>
 Plan PlanPath(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_aligned,
               bool allow_registers);
@@ -1802,6 +1871,12 @@ Plan PlanPath(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_ali
         PlanBlockRegisters<T, kAlgorithm>(info, rows, cols, x_aligned, 0, 0, plan)) {
       return plan;
     }
+  }
+
+  // Rows that fill a 32-lane warp rung exactly, where the DRAM is narrow: a warp a row, with
+  // nothing but the row (PlanWarpOneRow).
+  if (allow_registers && PlanWarpOneRow<T, kAlgorithm>(info, rows, cols, x_aligned, plan)) {
+    return plan;
   }
 
   // Short rows whose word count is an odd number times a few lanes: a warp stages two tiles of

@@ -142,15 +142,24 @@ constexpr int kWarpEdges = (2 * (P - 1) + kWidth - 1) / kWidth;
 // (ReadAhead), the block's kWarpsPerBlock tiles, which lie side by side, before their loads;
 // another copy of the kernel, so that the rungs that do not read ahead keep their code
 // (kWarpReadAheadShape says which do).
+//
+// kOneRow: a warp a row and a block a tile, for rows that fill a 32-lane rung exactly from a
+// 16-byte boundary, x and y alike (kWarpOneRowPacks says where). The columns are a constant,
+// every pack is in the row and every store a vector: no row loop, no row end, no lead, no
+// store fallback; a warp past the last row leaves at once.
 template <typename T, Algorithm kAlgorithm, int kWidth, int kPacks, bool kRagged,
-          int kBytes = kPackBytes, int kRowsAsked = 0, bool kReadAhead = false>
+          int kBytes = kPackBytes, int kRowsAsked = 0, bool kReadAhead = false,
+          bool kOneRow = false>
 __global__ void __launch_bounds__(kWarpBlockSize, kWarpMinBlocksPerSm<T>)
-    WarpSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int cols,
+    WarpSoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int run_cols,
                       bool y_vector_ok) {
   using C = ComputeType<T>;
   using WarpPack = Pack<T, kBytes>;
   constexpr int P = PackSize<T, kBytes>::value;
   constexpr int kRows = kGroupRows<T, kWidth, kPacks, kRagged, kBytes, kRowsAsked>;
+  static_assert(!kOneRow || (kWidth == kWarpSize && kRows == 1 && !kRagged && !kReadAhead),
+                "the one-row kernel takes a row a warp, of whole packs, and does not read ahead");
+  const int cols = kOneRow ? kWidth * kPacks * P : run_cols;
   constexpr int kGroups = kWarpSize / kWidth;
   constexpr int kTileRows = kGroups * kRows;
   constexpr int kWarpsPerBlock = kWarpBlockSize / kWarpSize;
@@ -164,7 +173,9 @@ __global__ void __launch_bounds__(kWarpBlockSize, kWarpMinBlocksPerSm<T>)
   const int64_t num_warps = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
 
   // The loop condition is per warp, not per group, so that every lane reaches every shuffle.
-  for (int64_t tile = warp * kTileRows; tile < rows; tile += num_warps * kTileRows) {
+  // One pass for kOneRow: `tile = rows` ends the loop, which the compiler then drops.
+  for (int64_t tile = warp * kTileRows; tile < rows;
+       tile = kOneRow ? rows : tile + num_warps * kTileRows) {
     if constexpr (kReadAhead) {
       // Thread 0's tile is its block's first; the block's tiles end kWarpsPerBlock tiles on.
       if (threadIdx.x == 0) {
@@ -179,14 +190,15 @@ __global__ void __launch_bounds__(kWarpBlockSize, kWarpMinBlocksPerSm<T>)
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       const int64_t row = tile + r * kGroups + group;  // adjacent groups take adjacent rows
-      row_cols[r] = row < rows ? cols : 0;
+      row_cols[r] = kOneRow || row < rows ? cols : 0;  // kOneRow's row is the tile: in range
       const T* x_row = x + row * cols;
-      lead[r] = min(row_cols[r], (P - HeadOffset<kBytes>(x_row)) % P);
+      lead[r] = kOneRow ? 0 : min(row_cols[r], (P - HeadOffset<kBytes>(x_row)) % P);
       body_end[r] = lead[r] + (row_cols[r] - lead[r]) / P * P;
 #pragma unroll
       for (int n = 0; n < kPacks; ++n) {
         const int c0 = lead[r] + (n * kWidth + lane_in_group) * P;
-        packs[r][n] = LoadPackOrNegativeInfinity<T, kBytes>(x_row + c0, c0 + P <= row_cols[r]);
+        packs[r][n] =
+            LoadPackOrNegativeInfinity<T, kBytes>(x_row + c0, kOneRow || c0 + P <= row_cols[r]);
       }
       const int edges = lead[r] + row_cols[r] - body_end[r];
 #pragma unroll
@@ -258,8 +270,8 @@ __global__ void __launch_bounds__(kWarpBlockSize, kWarpMinBlocksPerSm<T>)
         for (int j = 0; j < P; ++j) { out[j] = output(v[r][n * P + j]); }
         const WarpPack pack = MakePack<T, kBytes>(out);
         const int c0 = lead[r] + (n * kWidth + lane_in_group) * P;
-        if (c0 + P > row_cols[r]) { continue; }  // padding
-        if (y_vector_ok) {
+        if (!kOneRow && c0 + P > row_cols[r]) { continue; }  // padding
+        if (kOneRow || y_vector_ok) {
           StorePack(y_row + c0, pack);
         } else {
           StoreElements(y_row, c0, row_cols[r], pack, &scratch[threadIdx.x]);
