@@ -776,8 +776,7 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
         PlanWarp<T, Algorithm::kLogSoftmax, Shape>(info, rows, false, plan, ReadAheadChoice::kOff);
       }
     };
-    replan(std::integral_constant<int, kWarpOneRowPacks[0]>{});
-    replan(std::integral_constant<int, kWarpOneRowPacks[1]>{});
+    ForEachWarpOneRowPacks(replan);
   } else if (variant.rfind("warp=", 0) == 0) {
     int width = 0, packs = 0, bytes = kPackBytes;
     if (std::sscanf(variant.c_str(), "warp=%dx%dx%d", &width, &packs, &bytes) < 2) {

@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "ep/cuda_stream.h"
 #include "ep/primitive/softmax_block.cuh"
@@ -225,17 +227,21 @@ constexpr int64_t kBlockSmemReadAheadMostPacks = 4704;
 template <typename T, Algorithm kAlgorithm>
 constexpr bool kBlockSmemReadAheadCopy = kIs16Bit<T> && kAlgorithm == Algorithm::kSoftmax;
 
+// A one-row plan's launch (kOneRow, in the warp path and block_registers): the planner gives it
+// only to rows that fill its shape, `shape_cols` columns, from a 16-byte boundary; a launch on
+// other rows would need another shape.
+inline void CheckOneRowLaunch(const void* x, int64_t cols, int64_t shape_cols) {
+  ONEFLITE_CHECK(IsPackAligned(x) && cols == shape_cols, RuntimeError,
+                 "softmax: a one-row plan for ", shape_cols, " columns launched on rows of ", cols,
+                 " columns");
+}
+
 template <typename T, Algorithm kAlgorithm, typename Shape, bool kRagged, bool kReadAhead = false,
           bool kOneRow = false>
 void LaunchWarp(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols, const void* x,
                 void* y) {
   if constexpr (kOneRow) {
-    // The planner gives kOneRow only to rows that fill the rung from a 16-byte boundary; a
-    // launch on other rows would need another rung.
-    constexpr int64_t kCols = int64_t{Shape::width} * Shape::packs * PackSize<T>::value;
-    ONEFLITE_CHECK(IsPackAligned(x) && cols == kCols, RuntimeError,
-                   "softmax: a one-row warp plan for ", Shape::width * Shape::packs,
-                   " packs launched on rows of ", cols, " columns");
+    CheckOneRowLaunch(x, cols, int64_t{Shape::width} * Shape::packs * PackSize<T>::value);
     // y's packs would straddle 16-byte boundaries, or the grid does not reach every row: the
     // rung's kernel with its row loop and store fallback.
     constexpr int64_t kRowsPerBlock = kWarpBlockSize / kWarpSize;
@@ -286,11 +292,7 @@ template <typename T, Algorithm kAlgorithm, int kBlock, int kPacks, bool kCached
 void LaunchBlockRegisters(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t cols,
                           const void* x, void* y) {
   if constexpr (kOneRow) {
-    // The planner gives kOneRow only to rows that fill the shape from a 16-byte boundary; a
-    // launch on other rows would need another shape.
-    ONEFLITE_CHECK(IsPackAligned(x) && cols == int64_t{kBlock} * kPacks * PackSize<T>::value,
-                   RuntimeError, "softmax: a one-row plan for ", kBlock * kPacks,
-                   " packs launched on rows of ", cols, " columns");
+    CheckOneRowLaunch(x, cols, int64_t{kBlock} * kPacks * PackSize<T>::value);
   }
   if constexpr (kFallback == StoreFallback::kNone) {
     // y's packs would straddle 16-byte boundaries (or, for kOneRow, the grid is not the rows):
@@ -1786,11 +1788,6 @@ bool PlanCachedTail(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool
   }
 }
 
-// The one decision function: the path, its shape and its grid (PlanPath), then the stagger of
-// the launch's first wave (StaggerFirstWave). `x_aligned`: x starts on a 16-byte boundary, and
-// so does y (Describe, which has no pointers, assumes they do). `allow_registers` = false plans a
-// shared-memory block path for any row, never the paths that hold a row in registers or stage it
-// per warp (for tools/softmax_lab.cu, which compares the paths).
 // float rows of 32 lanes times kWarpOneRowPacks packs (256 and 512 columns) from a 16-byte
 // boundary, where the DRAM is narrow for the SMs (NarrowDram: an H100), take the warp path's
 // kernel of a warp a row (kOneRow in WarpSoftmaxKernel) in place of its rung's, the kernel of
@@ -1803,6 +1800,16 @@ bool PlanCachedTail(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool
 // at 8192 rows 0.971-0.973 -> 0.987 / 0.963-0.966 -> 0.963-0.971, 32768 1.000-1.002 ->
 // 1.008-1.009 / 1.001-1.002 -> 1.014-1.015.
 constexpr int kWarpOneRowPacks[] = {2, 4};
+
+// Calls fn(std::integral_constant<int, packs>) for each of kWarpOneRowPacks.
+template <typename Fn, size_t... kIs>
+void ForEachWarpOneRowPacksOf(Fn&& fn, std::index_sequence<kIs...>) {
+  (fn(std::integral_constant<int, kWarpOneRowPacks[kIs]>{}), ...);
+}
+template <typename Fn>
+void ForEachWarpOneRowPacks(Fn&& fn) {
+  ForEachWarpOneRowPacksOf(fn, std::make_index_sequence<std::size(kWarpOneRowPacks)>{});
+}
 
 template <typename T, Algorithm kAlgorithm, int kPacks>
 void PlanWarpOneRowRung(const CudaDeviceInfo& info, int64_t rows, Plan& plan) {
@@ -1835,13 +1842,17 @@ bool PlanWarpOneRow(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool
       PlanWarpOneRowRung<T, kAlgorithm, kPacks>(info, rows, plan);
       chosen = true;
     };
-    consider(std::integral_constant<int, kWarpOneRowPacks[0]>{});
-    consider(std::integral_constant<int, kWarpOneRowPacks[1]>{});
+    ForEachWarpOneRowPacks(consider);
     return chosen;
   }
   return false;
 }
 
+// The one decision function: the path, its shape and its grid (PlanPath), then the stagger of
+// the launch's first wave (StaggerFirstWave). `x_aligned`: x starts on a 16-byte boundary, and
+// so does y (Describe, which has no pointers, assumes they do). `allow_registers` = false plans a
+// shared-memory block path for any row, never the paths that hold a row in registers or stage it
+// per warp (for tools/softmax_lab.cu, which compares the paths).
 template <typename T, Algorithm kAlgorithm>
 Plan PlanPath(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_aligned,
               bool allow_registers);
