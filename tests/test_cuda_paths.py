@@ -168,10 +168,38 @@ ONE_ROW_SHAPES = {
 ONE_ROW_MOST_BYTES_PER_SM = 5 * 2**20 // 2
 
 
-# The warp path's kernel of a warp a row (kWarpOneRowPacks): float rows of 32 lanes times 2 or 4
-# packs (256 and 512 columns) from a 16-byte boundary, where the DRAM is narrow; 512 columns
-# below 512 rows an SM (kFloat128x1MinRowsPerSm).
-WARP_ONE_ROW_COLS = {256: "cols_per_thread=8", 512: "cols_per_thread=16"}
+# The warp path's kernel of a warp a row (kWarpOneRowRules), where the DRAM is narrow: rows of
+# exactly 32 lanes times 1-4 packs from a 16-byte boundary, by (float32?, cols): the rung's
+# words, whether log_softmax alone takes it, and the rows an SM from which block_registers'
+# 128 x 1 takes the rows instead (None: no bound).
+WARP_ONE_ROW = {
+    (True, 256): ("pack=4 cols_per_thread=8", False, None),
+    (True, 384): ("pack=4 cols_per_thread=12", False, None),
+    (True, 512): ("pack=4 cols_per_thread=16", False, 512),  # kFloat128x1MinRowsPerSm
+    (False, 256): ("pack=8 cols_per_thread=8", True, None),
+    (False, 512): ("pack=8 cols_per_thread=16", False, None),
+    (False, 1024): ("pack=8 cols_per_thread=32", False, 1024),  # k16BitOneRowMostRowsPerSm
+}
+WARP_ONE_ROW_CASES = [
+    (dtype, cols)
+    for dtype in (oneflite.float32, oneflite.float16, oneflite.bfloat16)
+    for (is_float, cols) in WARP_ONE_ROW
+    if is_float == (dtype == oneflite.float32)
+]
+
+
+def _warp_one_row(kind: str, dtype: oneflite.dtype, cols: int, rows: int) -> str | None:
+    """The start of the plan of `rows` aligned rows of `cols` on the warp path's one-row kernel,
+    up to its grid, or None where they do not take it."""
+    entry = WARP_ONE_ROW.get((dtype == oneflite.float32, cols))
+    if entry is None or dtype == oneflite.float64 or not _narrow_dram():
+        return None
+    words, log_only, most_per_sm = entry
+    if (log_only and kind != "log_softmax") or (
+        most_per_sm is not None and rows >= most_per_sm * _sm_count()
+    ):
+        return None
+    return f"warp: {words} thread_group_width=32 rows_per_access=1 block=128 one_row"
 
 
 def _one_row(cols: int, rows: int) -> str | None:
@@ -641,9 +669,12 @@ def test_16_bit_rows_take_the_4_pack_rungs_below_16_and_32_lanes(cols, rung, dty
     # k16BitWarp16x4RaggedMostPacks); rows of 21-32 packs keep 16 x 2, the rest of 49-64 32 x 2.
     # The trace reports the plan for aligned rows; the same rows one element off a 16-byte
     # boundary are checked for their results. 301 rows: the last warp's second group has no row.
+    # Where the DRAM is narrow, log_softmax rows of 256 columns run the rung of 32 lanes of a
+    # pack by its one-row kernel instead (_warp_one_row).
+    one = _warp_one_row(kind, dtype, cols, 301)
     for offset, plan in _aligned_and_off_a_boundary(kind, dtype, 301, cols):
         if offset == 0:
-            assert f"warp: pack=8 {WARP_16_BIT_RUNGS[rung]} " in plan, plan
+            assert (one or f"warp: pack=8 {WARP_16_BIT_RUNGS[rung]} ") in plan, plan
 
 
 def _many_rows(kind: str, dtype: oneflite.dtype, cols: int, many: int):
@@ -675,15 +706,19 @@ def test_16bit_rows_of_960_to_1024_columns_take_a_block_of_128_or_64_threads(col
     # block_registers once there are 384 rows an SM: 128 threads of one pack, by the kernel for
     # whole rows, where the DRAM is narrow for the SMs (an H100), else 64 threads of 2 packs
     # (k16BitSmallLeastPacks). Fewer rows, rows of 119 packs (952), rows that are not whole
-    # packs (1001) and rows of 129 (1032) keep the warp path. Rows one element off a 16-byte
-    # boundary (the warp path's ragged rung) are checked for their results.
+    # packs (1001) and rows of 129 (1032) keep the warp path; where the DRAM is narrow, rows of
+    # 1024 columns take its one-row kernel up to 1024 rows an SM (_warp_one_row). Rows one
+    # element off a 16-byte boundary (the warp path's ragged rung) are checked for their results.
     narrow = _narrow_dram()
     many = 384 * _sm_count()
     takes_block = cols % 8 == 0 and 960 <= cols <= 1024
     for rows, offset, plan in _many_rows(kind, dtype, cols, many):
         if offset != 0:
             continue
-        if not takes_block or rows < many:
+        one = _warp_one_row(kind, dtype, cols, rows)
+        if one is not None:  # 1024 columns below 1024 rows an SM, where the DRAM is narrow
+            assert one in plan, plan
+        elif not takes_block or rows < many:
             assert "warp: " in plan, plan
         elif narrow:
             assert "block_registers: pack=8 cols_per_thread=8 block=128 " in plan, plan
@@ -760,61 +795,78 @@ def test_float_rows_that_fill_a_shape_run_one_row_a_block_up_to_a_bound(cols, ki
             assert " one_row" not in plan, (rows, plan)
 
 
+def _case_id(value) -> str:
+    return getattr(value, "name", str(value))
+
+
 @pytest.mark.parametrize("kind", list(OPS))
-@pytest.mark.parametrize("cols", sorted(WARP_ONE_ROW_COLS))
-def test_float_rows_that_fill_a_32_lane_rung_run_a_warp_a_row(cols, kind):
-    # float rows of whole packs that fill the warp path's 32 lanes of 2 or 4 packs exactly (256
-    # and 512 columns) run its kernel of a warp a row (kWarpOneRowPacks), a block a tile of four
-    # rows, with no row loop and no test of the row's end, where the DRAM is narrow for the SMs
-    # (an H100): here on 256 rows an SM, and one row fewer, whose last block has warps with no
-    # row (from 512 rows an SM, rows of 512 columns take block_registers' 128 x 1: the test of
-    # 512 columns above). A wider DRAM keeps the rung's kernel of the row loop. Rows one element
+@pytest.mark.parametrize(("dtype", "cols"), WARP_ONE_ROW_CASES, ids=_case_id)
+def test_rows_that_fill_a_32_lane_rung_run_a_warp_a_row(dtype, cols, kind):
+    # Rows of whole packs that fill the warp path's 32 lanes of 1 to 4 packs exactly run its
+    # kernel of a warp a row (kWarpOneRowRules: float 256, 384 and 512 columns, 16-bit 256 for
+    # log_softmax, 512 and 1024), a block a tile of four rows, with no row loop and no test of
+    # the row's end, where the DRAM is narrow for the SMs (an H100): here on 256 rows an SM, and
+    # one row fewer, whose last block has warps with no row (float 512 from 512 rows an SM and
+    # 16-bit 1024 from 1024 take block_registers' 128 x 1: the bulk-copy tests). A wider DRAM,
+    # and 16-bit softmax at 256 columns, keep the rung's kernel of the row loop. Rows one element
     # off a 16-byte boundary take the ragged kernel (the trace reports the aligned plan); sampled
     # rows of every launch match the reference (_many_rows).
-    rung = (f"warp: pack=4 {WARP_ONE_ROW_COLS[cols]} thread_group_width=32 rows_per_access=1"
-            " block=128")
-    for rows, offset, plan in _many_rows(kind, oneflite.float32, cols, 256 * _sm_count()):
+    words = WARP_ONE_ROW[(dtype == oneflite.float32, cols)][0]
+    for rows, offset, plan in _many_rows(kind, dtype, cols, 256 * _sm_count()):
         if offset != 0:
             continue
-        if _narrow_dram():
-            assert f"{rung} one_row grid={(rows + 3) // 4}" in plan, (rows, plan)
+        one = _warp_one_row(kind, dtype, cols, rows)
+        if one is not None:
+            assert f"{one} grid={(rows + 3) // 4}" in plan, (rows, plan)
         else:
-            assert f"{rung} grid=" in plan, (rows, plan)
+            assert "warp: " in plan and " one_row" not in plan, (rows, plan)
+            if cols != 256 or dtype == oneflite.float32:  # 16-bit 256: the ladder's 16 x 2
+                assert f"warp: {words} thread_group_width=32 " in plan, (rows, plan)
 
 
-@pytest.mark.parametrize("kind", list(OPS))
-@pytest.mark.parametrize("cols", sorted(ONE_ROW_SHAPES.keys() | WARP_ONE_ROW_COLS.keys()))
-def test_one_row_kernel_matches_the_reference_in_every_row(cols, kind):
-    # The one-row kernels (block_registers' and the warp path's: the tests above) on 301 rows,
-    # every row checked, among them rows of NaN, +inf, magnitudes near float's largest, equal
-    # values and -inf only (the warp kernel's last block has one row and three warps with none);
-    # then the same rows from one element past x's start (the ragged kernels), and a view of
-    # every other row (rows 2 * cols apart: not contiguous, copied first).
-    op, ref = OPS[kind]
-    values = _values(301, cols, seed=cols + 3)
+def _every_row_values(rows: int, cols: int, dtype: oneflite.dtype, seed: int) -> np.ndarray:
+    # Rows of NaN, +inf, magnitudes near the dtype's largest, equal values and -inf only.
+    values = _values(rows, cols, seed=seed)
+    huge = 6e4 if dtype == oneflite.float16 else 3e38
     values[5, 17] = np.nan
     values[6, 100] = np.inf
-    values[7, ::2], values[7, 1::2] = 3e38, -3e38
+    values[7, ::2], values[7, 1::2] = huge, -huge
     values[8] = 3.25
     values[9, :] = -np.inf
     values[10, 3] = -np.inf
     values[-1, -1] = np.inf
-    x = make_tensor(values, oneflite.float32, DEVICE)
+    return values
+
+
+@pytest.mark.parametrize("kind", list(OPS))
+@pytest.mark.parametrize(
+    ("dtype", "cols"),
+    [(oneflite.float32, cols) for cols in sorted(ONE_ROW_SHAPES)] + WARP_ONE_ROW_CASES,
+    ids=_case_id,
+)
+def test_one_row_kernel_matches_the_reference_in_every_row(dtype, cols, kind):
+    # The one-row kernels (block_registers' and the warp path's: the tests above) on 301 rows,
+    # every row checked (_every_row_values; the warp kernel's last block has one row and three
+    # warps with none); then the same rows from one element past x's start (the ragged kernels),
+    # and a view of every other row (rows 2 * cols apart: not contiguous, copied first).
+    op, ref = OPS[kind]
+    values = _every_row_values(301, cols, dtype, seed=cols + 3)
+    x = make_tensor(values, dtype, DEVICE)
     with oneflite.trace() as t:
         y = op(x, -1)
     plans = _plan(t)
     assert len(plans) == 1, plans
-    if _narrow_dram():
+    if _narrow_dram() and (cols in ONE_ROW_SHAPES or _warp_one_row(kind, dtype, cols, 301)):
         assert " one_row " in plans[0], plans
     log = kind == "log_softmax"
-    assert_close(to_float64(y), ref(to_float64(x), 1), oneflite.float32, log=log, err_msg=plans[0])
-    flat = make_tensor(np.concatenate([[7.0], values.ravel()]), oneflite.float32, DEVICE)
+    assert_close(to_float64(y), ref(to_float64(x), 1), dtype, log=log, err_msg=plans[0])
+    flat = make_tensor(np.concatenate([[7.0], values.ravel()]), dtype, DEVICE)
     shifted = flat._as_strided([301, cols], [cols, 1], 1)
-    assert_close(to_float64(op(shifted, -1)), ref(to_float64(shifted), 1), oneflite.float32,
+    assert_close(to_float64(op(shifted, -1)), ref(to_float64(shifted), 1), dtype,
                  log=log, err_msg="storage offset 1")
     every_other = flat._as_strided([150, cols], [2 * cols, 1], 1)
     assert_close(to_float64(op(every_other, -1)), ref(to_float64(every_other), 1),
-                 oneflite.float32, log=log, err_msg="every other row")
+                 dtype, log=log, err_msg="every other row")
 
 
 @pytest.mark.parametrize("kind", list(OPS))
@@ -826,13 +878,18 @@ def test_one_row_kernel_matches_the_reference_in_every_row(cols, kind):
 def test_rows_brought_in_by_one_bulk_copy_match_the_reference_in_every_row(dtype, cols, kind):
     # Rows of exactly 128 whole packs on 128 threads of one pack (the two tests above) are brought
     # into shared memory by one bulk copy each (BulkLoadSoftmaxKernel), where the device and the
-    # build have bulk copies (sm_90 on). Every row of the launch is checked, among them rows of
-    # NaN, +inf, magnitudes near the dtype's largest, equal values and -inf only.
+    # build have bulk copies (sm_90 on), from where the warp path's one-row kernel gives the rows
+    # up (float 512 from 512 rows an SM, 16-bit 1024 from 1024: WARP_ONE_ROW). Every row of the
+    # launch is checked, among them rows of NaN, +inf, magnitudes near the dtype's largest, equal
+    # values and -inf only.
     op, ref = OPS[kind]
     if not (_narrow_dram() and _bulk_copies()):
         pytest.skip("rows are planned onto bulk copies only where the DRAM is narrow, on sm_90 on")
-    many = (384 if dtype.itemsize == 2 else 512) * _sm_count()
-    values = np.tile(_values(64, cols, seed=cols + 1), (many // 64 + 1, 1))[:many]
+    many = WARP_ONE_ROW[(dtype == oneflite.float32, cols)][2] * _sm_count()
+    assert _warp_one_row(kind, dtype, cols, many) is None
+    assert _warp_one_row(kind, dtype, cols, many - 1) is not None
+    values = np.tile(_values(64, cols, seed=cols + 1).astype(np.float32), (many // 64 + 1, 1))
+    values = values[:many]
     huge = 6e4 if dtype == oneflite.float16 else 3e38
     values[5, 17] = np.nan
     values[6, 100] = np.inf
@@ -979,7 +1036,7 @@ def test_float_rows_take_the_wide_drams_shapes_from_enough_rows(
         (oneflite.float16, 3072, 128, True),  # 128 x 3
         (oneflite.float16, 3000, 128, False),
         (oneflite.bfloat16, 3072, 128, True),
-        (oneflite.float16, 1024, 128, False),  # 128 x 1: rows of 2 KiB keep the default
+        (oneflite.float16, 1024, 128, False),  # 128 x 1 (narrow DRAM: the one-row warp kernel)
     ],
     ids=lambda v: getattr(v, "name", v),
 )
@@ -996,10 +1053,11 @@ def test_rows_on_128_byte_lines_take_the_largest_carveout_where_dram_is_narrow(
     # rows from an aligned start and from one element past it.
     many = 24 * (2048 // block) * _sm_count()  # 24 waves of as many blocks as fit an SM
     one_row = dtype == oneflite.float32 and _one_row(cols, many) is not None
+    warp_one_row = _warp_one_row(kind, dtype, cols, many)
     expect = takes and _narrow_dram() and not one_row
     for rows, offset, plan in _many_rows(kind, dtype, cols, many):
         if offset == 0 and rows == many:
-            assert "block_registers: " in plan, plan
+            assert (warp_one_row or "block_registers: ") in plan, plan
             assert ("carveout=max_shared" in plan) == expect, plan
             assert "held_per_sm" not in plan or not expect, plan
     for _, plan in _aligned_and_off_a_boundary(kind, dtype, 5, cols):

@@ -102,6 +102,10 @@
 //               Suffixes o, r and f (pair=1x2orf, any of them; not with m or l) add
 //               block_registers' row loop, run-time columns and store fallback (PairRowsKernel)
 //   one=off     a one-row warp plan (PlanWarpOneRow) on its rung's kernel with the row loop
+//               (where block_registers' 128 x 1 would take the rows without the rule, 16-bit
+//               1024 columns from 384 rows an SM, registers=128x1 is that plan)
+//   one=N       the warp path's one-row kernel (kOneRow) on rows of exactly 32 x N 16-byte
+//               packs (N of 1 to 4), any dtype, where the planner takes them or not
 //   warprow=NxB[p]  not a plan: one row a warp, 4 warps a block, the grid the rows / 4 (the
 //               warp path's launch shape) with no row loop, no alignment test and the columns a
 //               constant: rows of exactly 32 x N packs of B bytes (1x16, 2x16, 3x16, 4x16, 4x4,
@@ -777,6 +781,27 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
       }
     };
     ForEachWarpOneRowPacks(replan);
+  } else if (variant.rfind("one=", 0) == 0 && variant != "one=off") {
+    // The library's one-row warp kernel (kOneRow) on rows of exactly 32 x N 16-byte packs from
+    // a 16-byte boundary, for any dtype and N of kWarpOneRowPacks, whether the planner takes
+    // them or not.
+    const int packs = std::stoi(variant.substr(4));
+    bool found = false;
+    auto replan = [&](auto packs_tag) {
+      constexpr int kPacks = decltype(packs_tag)::value;
+      if (kPacks != packs || cols != int64_t{kWarpSize} * kPacks * PackSize<T>::value) { return; }
+      found = true;
+      if (options.algo == Algorithm::kSoftmax) {
+        PlanWarpOneRowRung<T, Algorithm::kSoftmax, kPacks>(info, rows, plan);
+      } else {
+        PlanWarpOneRowRung<T, Algorithm::kLogSoftmax, kPacks>(info, rows, plan);
+      }
+    };
+    ForEachWarpOneRowPacks(replan);
+    if (!found) {
+      std::fprintf(stderr, "softmax_lab: %s takes rows of 32 x N 16-byte packs\n", variant.c_str());
+      std::exit(2);
+    }
   } else if (variant.rfind("warp=", 0) == 0) {
     int width = 0, packs = 0, bytes = kPackBytes;
     if (std::sscanf(variant.c_str(), "warp=%dx%dx%d", &width, &packs, &bytes) < 2) {

@@ -113,7 +113,7 @@ struct Plan {
   bool bulk_load = false;
   // block_registers on rows that fill its shape exactly: the kernel of a block a row with no row
   // loop and no test of the row's end (kOneRow; kFloatOneRowShapes says where); the warp path on
-  // rows that fill a 32-lane rung: its kernel of a warp a row (kWarpOneRowPacks).
+  // rows that fill a 32-lane rung: its kernel of a warp a row (kWarpOneRowRules).
   bool one_row = false;
   // block_registers, the warp path and block_smem: the launch runs the kernel's copy that asks
   // L2 for x's bytes ahead of its own (ReadAhead; ReadsAheadPlanned, kWarpReadAheadShape and
@@ -1788,18 +1788,67 @@ bool PlanCachedTail(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool
   }
 }
 
-// float rows of 32 lanes times kWarpOneRowPacks packs (256 and 512 columns) from a 16-byte
-// boundary, where the DRAM is narrow for the SMs (NarrowDram: an H100), take the warp path's
-// kernel of a warp a row (kOneRow in WarpSoftmaxKernel) in place of its rung's, the kernel of
-// the row loop; rows of 512 columns only below kFloat128x1MinRowsPerSm, from where
-// block_registers' 128 x 1 takes them (PlanPath asks PlanBlockRegisters first). Measured on an
-// H100 (NOTES.md item 106; tools/softmax_lab.cu, one=off against the plan, two rounds, fractions
-// of copy, softmax / log_softmax): 256 columns at 8192 rows 1.004 -> 1.008-1.012 / 0.984-1.004
-// -> 1.000-1.008, 32768 1.023-1.025 -> 1.036-1.039 / 1.022-1.023 -> 1.037, 98304 1.004-1.005 ->
-// 1.009 / 1.003-1.005 -> 1.007-1.008, 393216 0.996 -> 0.997 / 0.995-0.996 -> 0.997-0.998; 512
-// at 8192 rows 0.971-0.973 -> 0.987 / 0.963-0.966 -> 0.963-0.971, 32768 1.000-1.002 ->
-// 1.008-1.009 / 1.001-1.002 -> 1.014-1.015.
-constexpr int kWarpOneRowPacks[] = {2, 4};
+// Rows of exactly 32 lanes times `packs` 16-byte packs from a 16-byte boundary, where the DRAM
+// is narrow for the SMs (NarrowDram: an H100), take the warp path's kernel of a warp a row
+// (kOneRow in WarpSoftmaxKernel) in place of the rung's kernel of the row loop, or of
+// block_registers' 128 x 1 below `most_rows_per_sm` (0: no bound). PlanPath asks PlanWarpOneRow
+// before PlanBlockRegisters, so the bounds are where 128 x 1 takes the rows from. Measured on
+// an H100 (tools/softmax_lab.cu, one=off or one=N against the plan, two rounds, fractions of
+// copy, softmax / log_softmax; NOTES.md items 106 and 107):
+//  * float 256 (2 packs): 8192 rows 1.004 -> 1.008-1.012 / 0.984-1.004 -> 1.000-1.008, 32768
+//    1.023-1.025 -> 1.036-1.039 / 1.022-1.023 -> 1.037, 98304 1.004-1.005 -> 1.009 / 1.003-1.005
+//    -> 1.007-1.008, 393216 0.996 -> 0.997 / 0.995-0.996 -> 0.997-0.998;
+//  * float 384 (3): 8192 0.975 -> 0.987 / 0.962 -> 0.974 (one round), 32768 1.013-1.014 ->
+//    1.025-1.026 / 1.013 -> 1.025-1.027, 98304 1.002 -> 1.005-1.007 / 1.003 -> 1.006-1.007,
+//    196608 0.998 -> 1.000 / 0.999 -> 1.001 (one round);
+//  * float 512 (4), below kFloat128x1MinRowsPerSm: 8192 0.971-0.973 -> 0.987 / 0.963-0.966 ->
+//    0.963-0.971, 32768 1.000-1.002 -> 1.008-1.009 / 1.001-1.002 -> 1.014-1.015;
+//  * 16-bit 256 (1), log_softmax only, half / bfloat16: 8192 0.923-0.924 -> 0.953 / 0.929-0.933
+//    -> 0.953, 16384 0.924-0.928 -> 0.968-0.972 / 0.917-0.918 -> 0.968-0.969, 32768 0.948-0.951
+//    -> 0.971-0.974 / 0.946-0.948 -> 0.976-0.979, 98304 0.993 -> 0.996-0.999 / 0.992 ->
+//    0.995-0.999, 196608 0.998-0.999 -> 0.998-1.000 / 1.000 -> 0.998-0.999; softmax, whose rung
+//    (16 x 2) runs nearer copy, gained at 8192 rows (0.920-0.939 -> 0.948-0.959) but lost at
+//    16384 (0.972-0.988 -> 0.965-0.973) and was level from there, so it keeps the rung's kernel;
+//  * 16-bit 512 (2), half / bfloat16 alike: 32768 1.008-1.012 -> 1.036-1.039, 98304
+//    0.998-1.001 -> 1.006-1.011;
+//  * 16-bit 1024 (4), below k16BitOneRowMostRowsPerSm: 32768 (the rung's kernel) 0.991-0.995 ->
+//    1.002-1.008, 49152 (the same) 0.998-1.006 -> 1.004-1.015, 98304 (128 x 1's bulk load)
+//    0.994-0.996 -> 0.998-1.000, with Triton's kernel at 1.000-1.005 and 0.995; at 196608 rows
+//    the bulk load led, 0.999-1.002 -> 0.995-0.997.
+// Where the DRAM is wide (an H200) none is measured, and the planner keeps its plans there.
+struct WarpOneRowRule {
+  bool is_16bit;
+  int packs;
+  bool log_softmax_only;
+  int64_t most_rows_per_sm;  // rows below this many an SM; 0: any count
+};
+// The bound for 16-bit rows of 1024 columns lies between 745 rows an SM (98304 rows on 132
+// SMs: ahead) and 1489 (behind).
+constexpr int64_t k16BitOneRowMostRowsPerSm = 1024;
+constexpr WarpOneRowRule kWarpOneRowRules[] = {
+    {false, 2, false, 0},                         // float 256
+    {false, 3, false, 0},                         // float 384
+    {false, 4, false, kFloat128x1MinRowsPerSm},   // float 512
+    {true, 1, true, 0},                           // 16-bit 256, log_softmax
+    {true, 2, false, 0},                          // 16-bit 512
+    {true, 4, false, k16BitOneRowMostRowsPerSm},  // 16-bit 1024
+};
+// The packs a lane the one-row kernel is built for (in the lab, for any dtype: one=N).
+constexpr int kWarpOneRowPacks[] = {1, 2, 3, 4};
+
+// The rule for rows of 32 x `packs` packs of T, or one of 0 packs where there is none.
+template <typename T, Algorithm kAlgorithm>
+constexpr WarpOneRowRule WarpOneRowRuleOf(int packs) {
+  if constexpr (std::is_same_v<T, float> || kIs16Bit<T>) {
+    for (const WarpOneRowRule& rule : kWarpOneRowRules) {
+      if (rule.is_16bit == kIs16Bit<T> && rule.packs == packs &&
+          (!rule.log_softmax_only || kAlgorithm == Algorithm::kLogSoftmax)) {
+        return rule;
+      }
+    }
+  }
+  return WarpOneRowRule{};
+}
 
 // Calls fn(std::integral_constant<int, packs>) for each of kWarpOneRowPacks.
 template <typename Fn, size_t... kIs>
@@ -1823,29 +1872,32 @@ void PlanWarpOneRowRung(const CudaDeviceInfo& info, int64_t rows, Plan& plan) {
   plan.one_row = true;
 }
 
-// Fills `plan` with the one-row warp kernel where kWarpOneRowPacks takes the rows; false
+// Fills `plan` with the one-row warp kernel where kWarpOneRowRules takes the rows; false
 // elsewhere.
 template <typename T, Algorithm kAlgorithm>
 bool PlanWarpOneRow(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_aligned,
                     Plan& plan) {
-  if constexpr (std::is_same_v<T, float>) {
-    constexpr int P = PackSize<T>::value;
-    constexpr int64_t kRowsPerBlock = kWarpBlockSize / kWarpSize;
-    if (!NarrowDram(info) || !WholePackRows<T>(cols, x_aligned) ||
-        (rows + kRowsPerBlock - 1) / kRowsPerBlock > kMaxGridBlocks) {
-      return false;
-    }
-    bool chosen = false;
-    auto consider = [&](auto packs_tag) {
-      constexpr int kPacks = decltype(packs_tag)::value;
-      if (cols != int64_t{kWarpSize} * kPacks * P) { return; }
+  constexpr int P = PackSize<T>::value;
+  constexpr int64_t kRowsPerBlock = kWarpBlockSize / kWarpSize;
+  if (!NarrowDram(info) || !WholePackRows<T>(cols, x_aligned) ||
+      (rows + kRowsPerBlock - 1) / kRowsPerBlock > kMaxGridBlocks) {
+    return false;
+  }
+  bool chosen = false;
+  auto consider = [&](auto packs_tag) {
+    constexpr int kPacks = decltype(packs_tag)::value;
+    constexpr WarpOneRowRule kRule = WarpOneRowRuleOf<T, kAlgorithm>(kPacks);
+    if constexpr (kRule.packs != 0) {
+      if (cols != int64_t{kWarpSize} * kPacks * P ||
+          (kRule.most_rows_per_sm > 0 && rows >= kRule.most_rows_per_sm * info.sm_count)) {
+        return;
+      }
       PlanWarpOneRowRung<T, kAlgorithm, kPacks>(info, rows, plan);
       chosen = true;
-    };
-    ForEachWarpOneRowPacks(consider);
-    return chosen;
-  }
-  return false;
+    }
+  };
+  ForEachWarpOneRowPacks(consider);
+  return chosen;
 }
 
 // The one decision function: the path, its shape and its grid (PlanPath), then the stagger of
@@ -1874,6 +1926,12 @@ Plan PlanPath(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_ali
   Plan plan;
   plan.pack = P;
 
+  // Rows that fill a 32-lane warp rung exactly, where the DRAM is narrow: a warp a row, with
+  // nothing but the row (PlanWarpOneRow), up to where block_registers' 128 x 1 takes them.
+  if (allow_registers && PlanWarpOneRow<T, kAlgorithm>(info, rows, cols, x_aligned, plan)) {
+    return plan;
+  }
+
   // Rows that fill a block_registers shape well (see PlanBlockRegisters): a block holds the row
   // in registers, ahead of the warp path for float rows of 768 to 32768 columns and of the
   // block paths for 16-bit rows of 2297 to 6144 and 7169 to 8192 columns (k16BitShapes).
@@ -1882,12 +1940,6 @@ Plan PlanPath(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_ali
         PlanBlockRegisters<T, kAlgorithm>(info, rows, cols, x_aligned, 0, 0, plan)) {
       return plan;
     }
-  }
-
-  // Rows that fill a 32-lane warp rung exactly, where the DRAM is narrow: a warp a row, with
-  // nothing but the row (PlanWarpOneRow).
-  if (allow_registers && PlanWarpOneRow<T, kAlgorithm>(info, rows, cols, x_aligned, plan)) {
-    return plan;
   }
 
   // Short rows whose word count is an odd number times a few lanes: a warp stages two tiles of

@@ -144,7 +144,7 @@ constexpr int kWarpEdges = (2 * (P - 1) + kWidth - 1) / kWidth;
 // (kWarpReadAheadShape says which do).
 //
 // kOneRow: a warp a row and a block a tile, for rows that fill a 32-lane rung exactly from a
-// 16-byte boundary, x and y alike (kWarpOneRowPacks says where). The columns are a constant,
+// 16-byte boundary, x and y alike (kWarpOneRowRules says where). The columns are a constant,
 // every pack is in the row and every store a vector: no row loop, no row end, no lead, no
 // store fallback; a warp past the last row leaves at once.
 template <typename T, Algorithm kAlgorithm, int kWidth, int kPacks, bool kRagged,
