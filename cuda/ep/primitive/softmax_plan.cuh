@@ -1050,7 +1050,8 @@ inline bool PreferMaxShared(const CudaDeviceInfo& info, int64_t rows, int64_t ro
 // rows 1.005 -> 0.972 / 1.025 -> 0.979 and 0.970 -> 0.923 / 0.972 -> 0.940, 32768 0.980 ->
 // 0.972 / 1.002 -> 1.000 and 0.971 -> 0.975 / 0.984 -> 0.987; from 49152 rows level or ahead
 // (H100 0.983 -> 0.985 / 0.999 -> 1.000, H200 0.976 -> 0.987 / 0.974 -> 0.988). (NOTES.md, item
-// 69.)
+// 69.) Where the DRAM is narrow, rows of exactly 1024 aligned columns take the warp path's
+// one-row kernel up to 1024 rows an SM instead (kWarpOneRowRules, item 107).
 constexpr int64_t k16BitSmallLeastPacks = 120;
 constexpr int64_t k16BitSmallMinRowsPerSm = 384;
 
@@ -1212,7 +1213,9 @@ constexpr int64_t kNarrowDramFloat1024x4MinRowsPerSm = 16;
 // Triton's kernel on the same buffers, half 1.0000-1.0003, bfloat16 0.9971-0.9993, float
 // 1.0010-1.0012 (the kernel before: 0.996-0.998, item 85). Rows that leave a thread without a
 // pack lost with a bulk copy (half 1000: 1.001 -> 0.985 of copy) and keep 128 x 1's kernel.
-// Not measured on an H200, where these rows take other shapes. (NOTES.md, item 87.)
+// Not measured on an H200, where these rows take other shapes. (NOTES.md, item 87.) The warp
+// path's one-row kernel now takes 16-bit 1024 below 1024 rows an SM, 98304 among them, 0.5%
+// ahead of the bulk load there (kWarpOneRowRules).
 // BulkLoadRunsOn: the device has the copy engine's bulk copies (sm_90 on) and this build compiled
 // the kernel for them (its PTX architecture 90 or later; a build for older architectures only
 // has an empty kernel).
