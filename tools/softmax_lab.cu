@@ -106,11 +106,13 @@
 //               1024 columns from 384 rows an SM, registers=128x1 is that plan)
 //   one=N       the warp path's one-row kernel (kOneRow) on rows of exactly 32 x N 16-byte
 //               packs (N of 1 to 4), any dtype, where the planner takes them or not
-//   warprow=NxB[p]  not a plan: one row a warp, 4 warps a block, the grid the rows / 4 (the
+//   warprow=NxB[p][/W]  not a plan: one row a warp, 4 warps a block, the grid the rows / 4 (the
 //               warp path's launch shape) with no row loop, no alignment test and the columns a
 //               constant: rows of exactly 32 x N packs of B bytes (1x16, 2x16, 3x16, 4x16, 4x4,
 //               8x4, 2x8, 4x8). Lane l holds packs l + 32 k: warprow=8x4 at float 256 is one scalar
-//               load a lane per 128 bytes of the row. p: plain ld.global, not ld.global.nc
+//               load a lane per 128 bytes of the row. p: plain ld.global, not ld.global.nc.
+//               /16: 16 lanes a row, two rows a warp, the grid the rows / 8, rows of exactly
+//               16 x N packs (1x16 and 2x16: float 64 and 128, 16-bit 128 and 256)
 //   bulk=MODE[/THREADS]  not a plan: one row a block of THREADS threads (32, 64, 128, 256 or
 //               512; default 128) and the fewest packs a thread that hold it (LaunchBulk lists
 //               the shapes), rows of whole packs, moved by the bulk copy engine: load (the row
@@ -1215,23 +1217,30 @@ void LaunchPairRows(Algorithm algo, cudaStream_t stream, int64_t rows, const T* 
 // columns a constant (32 * N packs of B bytes, aligned rows), no test of y's alignment and no
 // edge columns. Lane l holds packs l + 32 k, so with 4-byte packs (warprow=8x4 at float 256) it
 // holds elements l + 32 k, the layout of one scalar load a lane. kPlainLoads (suffix p): plain
-// ld.global rather than ld.global.nc.
-template <typename T, Algorithm kAlgorithm, int kPacks, int kBytes, bool kPlainLoads>
+// ld.global rather than ld.global.nc. kWidth = 16 (suffix /16): 16 lanes a row and two rows a
+// warp, the grid the rows / 8; a group past the last row reads the last row again, so that
+// every lane reaches every shuffle, and stores nothing.
+template <typename T, Algorithm kAlgorithm, int kPacks, int kBytes, bool kPlainLoads,
+          int kWidth = kWarpSize>
 __global__ void __launch_bounds__(kWarpBlockSize)
     WarpRowKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows) {
   using C = ComputeType<T>;
   using RowPack = Pack<T, kBytes>;
   constexpr int P = PackSize<T, kBytes>::value;
-  constexpr int kCols = kWarpSize * kPacks * P;
-  const int lane = threadIdx.x % kWarpSize;
-  const int64_t row =
+  constexpr int kCols = kWidth * kPacks * P;
+  constexpr int kGroups = kWarpSize / kWidth;
+  const int lane = threadIdx.x % kWidth;
+  const int64_t warp =
       static_cast<int64_t>(blockIdx.x) * (kWarpBlockSize / kWarpSize) + threadIdx.x / kWarpSize;
-  if (row >= rows) { return; }  // the whole warp leaves together
+  if (warp * kGroups >= rows) { return; }  // the whole warp leaves together
+  const int64_t group_row = warp * kGroups + static_cast<int>(threadIdx.x % kWarpSize) / kWidth;
+  const bool in_range = kGroups == 1 || group_row < rows;
+  const int64_t row = in_range ? group_row : rows - 1;
   const T* x_row = x + row * kCols;
   RowPack packs[kPacks];
 #pragma unroll
   for (int n = 0; n < kPacks; ++n) {
-    const T* at = x_row + (n * kWarpSize + lane) * P;
+    const T* at = x_row + (n * kWidth + lane) * P;
     if constexpr (kPlainLoads) {
       packs[n] = *reinterpret_cast<const RowPack*>(at);
     } else {
@@ -1241,45 +1250,51 @@ __global__ void __launch_bounds__(kWarpBlockSize)
   C v[kPacks * P];
 #pragma unroll
   for (int i = 0; i < kPacks * P; ++i) { v[i] = ToCompute(packs[i / P].elem[i % P]); }
-  const C row_max = GroupAllReduce<kWarpSize>(PackMax<T, kBytes, kPacks>(packs),
-                                              [](C a, C b) { return Max(a, b); });
+  const C row_max =
+      GroupAllReduce<kWidth>(PackMax<T, kBytes, kPacks>(packs), [](C a, C b) { return Max(a, b); });
   C sum = 0;
 #pragma unroll
   for (int i = 0; i < kPacks * P; ++i) { Shift<T, kAlgorithm>(v[i], row_max, sum); }
   const ShiftedOutput<T, kAlgorithm> output(
-      GroupAllReduce<kWarpSize>(sum, [](C a, C b) { return a + b; }));
+      GroupAllReduce<kWidth>(sum, [](C a, C b) { return a + b; }));
+  if (!in_range) { return; }
   T* y_row = y + row * kCols;
 #pragma unroll
   for (int n = 0; n < kPacks; ++n) {
     C out[P];
 #pragma unroll
     for (int j = 0; j < P; ++j) { out[j] = output(v[n * P + j]); }
-    StorePack(y_row + (n * kWarpSize + lane) * P, MakePack<T, kBytes>(out));
+    StorePack(y_row + (n * kWidth + lane) * P, MakePack<T, kBytes>(out));
   }
 }
 
-// Launches warprow=NxB[p] on the first `rows` rows of `cols` columns; false where the lab has no
-// such kernel for T or the columns are not 32 * N packs.
+// Launches warprow=NxB[p][/W] on the first `rows` rows of `cols` columns; false where the lab
+// has no such kernel for T or the columns are not W * N packs.
 template <typename T>
-bool LaunchWarpRow(int packs, int bytes, bool plain, Algorithm algo, cudaStream_t stream,
+bool LaunchWarpRow(int packs, int bytes, bool plain, int width, Algorithm algo, cudaStream_t stream,
                    int64_t rows, int64_t cols, const T* x, T* y) {
   bool launched = false;
-  auto try_shape = [&](auto packs_tag, auto bytes_tag) {
+  auto try_shape = [&](auto packs_tag, auto bytes_tag, auto width_tag) {
     constexpr int kPacks = decltype(packs_tag)::value;
     constexpr int kBytes = decltype(bytes_tag)::value;
+    constexpr int kWidth = decltype(width_tag)::value;
     constexpr int P = PackSize<T, kBytes>::value;
     if constexpr (P > 0) {
-      if (kPacks != packs || kBytes != bytes || cols != int64_t{kWarpSize} * kPacks * P) { return; }
+      if (kPacks != packs || kBytes != bytes || kWidth != width ||
+          cols != int64_t{kWidth} * kPacks * P) {
+        return;
+      }
       launched = true;
       if (rows == 0) { return; }  // a check only
-      const dim3 grid(static_cast<unsigned>((rows + 3) / 4));
+      constexpr int64_t kRowsPerBlock = kWarpBlockSize / kWidth;
+      const dim3 grid(static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock));
       auto launch = [&](auto kernel) { kernel<<<grid, kWarpBlockSize, 0, stream>>>(x, y, rows); };
       if (algo == Algorithm::kSoftmax) {
-        plain ? launch(WarpRowKernel<T, Algorithm::kSoftmax, kPacks, kBytes, true>)
-              : launch(WarpRowKernel<T, Algorithm::kSoftmax, kPacks, kBytes, false>);
+        plain ? launch(WarpRowKernel<T, Algorithm::kSoftmax, kPacks, kBytes, true, kWidth>)
+              : launch(WarpRowKernel<T, Algorithm::kSoftmax, kPacks, kBytes, false, kWidth>);
       } else {
-        plain ? launch(WarpRowKernel<T, Algorithm::kLogSoftmax, kPacks, kBytes, true>)
-              : launch(WarpRowKernel<T, Algorithm::kLogSoftmax, kPacks, kBytes, false>);
+        plain ? launch(WarpRowKernel<T, Algorithm::kLogSoftmax, kPacks, kBytes, true, kWidth>)
+              : launch(WarpRowKernel<T, Algorithm::kLogSoftmax, kPacks, kBytes, false, kWidth>);
       }
       LAB_CHECK(cudaGetLastError());
     }
@@ -1289,14 +1304,17 @@ bool LaunchWarpRow(int packs, int bytes, bool plain, Algorithm algo, cudaStream_
   using I4 = std::integral_constant<int, 4>;
   using I8 = std::integral_constant<int, 8>;
   using I16 = std::integral_constant<int, 16>;
-  try_shape(I1{}, I16{});
-  try_shape(I2{}, I16{});
-  try_shape(std::integral_constant<int, 3>{}, I16{});
-  try_shape(I4{}, I16{});
-  try_shape(I4{}, I4{});
-  try_shape(I8{}, I4{});
-  try_shape(I2{}, I8{});
-  try_shape(I4{}, I8{});
+  using I32 = std::integral_constant<int, kWarpSize>;
+  try_shape(I1{}, I16{}, I32{});
+  try_shape(I2{}, I16{}, I32{});
+  try_shape(std::integral_constant<int, 3>{}, I16{}, I32{});
+  try_shape(I4{}, I16{}, I32{});
+  try_shape(I4{}, I4{}, I32{});
+  try_shape(I8{}, I4{}, I32{});
+  try_shape(I2{}, I8{}, I32{});
+  try_shape(I4{}, I8{}, I32{});
+  try_shape(I1{}, I16{}, I16{});  // 16 lanes a row
+  try_shape(I2{}, I16{}, I16{});
   return launched;
 }
 
@@ -1560,16 +1578,22 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
       }
       const Algorithm algo = options.algo;
       const std::string bulk = variant.rfind("bulk=", 0) == 0 ? variant.substr(5) : "";
-      // warprow=NxB[p]: one row a warp, N packs of B bytes a lane (p: plain loads).
+      // warprow=NxB[p][/W]: one row a warp (or W lanes), N packs of B bytes a lane (p: plain
+      // loads).
       int warprow_packs = 0, warprow_bytes = 0;
       const bool warprow =
           variant.rfind("warprow=", 0) == 0 &&
           std::sscanf(variant.c_str(), "warprow=%dx%d", &warprow_packs, &warprow_bytes) == 2;
-      const bool warprow_plain = warprow && variant.back() == 'p';
+      const size_t warprow_slash = variant.find('/');
+      const int warprow_width = warprow && warprow_slash != std::string::npos
+                                    ? std::atoi(&variant[warprow_slash + 1])
+                                    : kWarpSize;
+      const bool warprow_plain =
+          warprow && variant[std::min(warprow_slash, variant.size()) - 1] == 'p';
       if (variant.rfind("warprow=", 0) == 0 &&
-          (!warprow || !LaunchWarpRow<T>(warprow_packs, warprow_bytes, warprow_plain, options.algo,
-                                         stream, 0, cols, x, y))) {
-        std::fprintf(stderr, "softmax_lab: %s takes rows of 32 x N packs of B bytes only\n",
+          (!warprow || !LaunchWarpRow<T>(warprow_packs, warprow_bytes, warprow_plain, warprow_width,
+                                         options.algo, stream, 0, cols, x, y))) {
+        std::fprintf(stderr, "softmax_lab: %s takes rows of W x N packs of B bytes only\n",
                      variant.c_str());
         continue;
       }
@@ -1585,8 +1609,8 @@ void RunDtype(const Options& options, const char* name, const CudaDeviceInfo& in
         if (!bulk.empty()) {
           LaunchBulk<T>(bulk, algo, stream, n, cols, x, y);
         } else if (warprow) {
-          LaunchWarpRow<T>(warprow_packs, warprow_bytes, warprow_plain, algo, stream, n, cols, x,
-                           y);
+          LaunchWarpRow<T>(warprow_packs, warprow_bytes, warprow_plain, warprow_width, algo, stream,
+                           n, cols, x, y);
         } else if (triton_variant) {
           LaunchTriton(triton, stream, n, cols, x, y);
         } else if (pair == 1 && pair_packs == 2) {
