@@ -1863,6 +1863,8 @@ void ForEachWarpOneRowPacks(Fn&& fn) {
   ForEachWarpOneRowPacksOf(fn, std::make_index_sequence<std::size(kWarpOneRowPacks)>{});
 }
 
+// Fills `plan` with the 32 x kPacks rung on its one-row kernel (for PlanWarpOneRow, and the lab's
+// one=N on any rows it is asked for).
 template <typename T, Algorithm kAlgorithm, int kPacks>
 void PlanWarpOneRowRung(const CudaDeviceInfo& info, int64_t rows, Plan& plan) {
   using Shape = WarpShape<kWarpSize, kPacks, kPackBytes, 1>;
