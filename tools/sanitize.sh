@@ -10,13 +10,15 @@ set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 venv="${SANITIZE_VENV:-/tmp/oneflite-sanitize-venv}"
 
+# The venv sees the system's packages, so the build tools may come from there; the "test"
+# extra brings what the suite imports (ml_dtypes, hypothesis, Sphinx) where the system lacks it.
 python3 -m venv --system-site-packages "$venv"
-"$venv/bin/python" -m pip install -q --no-build-isolation --no-deps \
+"$venv/bin/python" -m pip install -q --no-build-isolation \
   -Cbuild-dir="$repo/build/sanitize" \
   -Ccmake.build-type=RelWithDebInfo \
   -Ccmake.define.ONEFLITE_SANITIZE=ON \
   -Ccmake.define.ONEFLITE_CUDA=OFF \
-  "$repo"
+  "$repo[test]"
 
 preload="$(g++ -print-file-name=libasan.so):$(g++ -print-file-name=libubsan.so)"
 cd /tmp
