@@ -168,17 +168,20 @@ ONE_ROW_SHAPES = {
 ONE_ROW_MOST_BYTES_PER_SM = 5 * 2**20 // 2
 
 
-# The warp path's kernel of a warp a row (kWarpOneRowRules), where the DRAM is narrow: rows of
-# exactly 32 lanes times 1-4 packs from a 16-byte boundary, by (float32?, cols): the rung's
-# words, whether log_softmax alone takes it, and the rows an SM from which block_registers'
-# 128 x 1 takes the rows instead (None: no bound).
+# The warp path's kernel of a group a row (kWarpOneRowRules), where the DRAM is narrow: rows of
+# exactly 32 lanes times 1-4 packs, or 16 lanes times 1 or 2 (two rows a warp), from a 16-byte
+# boundary, by (float32?, cols): the rung's words, its lanes, whether log_softmax alone takes
+# it, and the rows an SM from which block_registers' 128 x 1 takes the rows instead (None: no
+# bound).
 WARP_ONE_ROW = {
-    (True, 256): ("pack=4 cols_per_thread=8", False, None),
-    (True, 384): ("pack=4 cols_per_thread=12", False, None),
-    (True, 512): ("pack=4 cols_per_thread=16", False, 512),  # kFloat128x1MinRowsPerSm
-    (False, 256): ("pack=8 cols_per_thread=8", True, None),
-    (False, 512): ("pack=8 cols_per_thread=16", False, None),
-    (False, 1024): ("pack=8 cols_per_thread=32", False, 1024),  # k16BitOneRowMostRowsPerSm
+    (True, 128): ("pack=4 cols_per_thread=8", 16, False, None),
+    (True, 256): ("pack=4 cols_per_thread=8", 32, False, None),
+    (True, 384): ("pack=4 cols_per_thread=12", 32, False, None),
+    (True, 512): ("pack=4 cols_per_thread=16", 32, False, 512),  # kFloat128x1MinRowsPerSm
+    (False, 128): ("pack=8 cols_per_thread=8", 16, False, None),
+    (False, 256): ("pack=8 cols_per_thread=8", 32, True, None),
+    (False, 512): ("pack=8 cols_per_thread=16", 32, False, None),
+    (False, 1024): ("pack=8 cols_per_thread=32", 32, False, 1024),  # k16BitOneRowMostRowsPerSm
 }
 WARP_ONE_ROW_CASES = [
     (dtype, cols)
@@ -194,12 +197,12 @@ def _warp_one_row(kind: str, dtype: oneflite.dtype, cols: int, rows: int) -> str
     entry = WARP_ONE_ROW.get((dtype == oneflite.float32, cols))
     if entry is None or dtype == oneflite.float64 or not _narrow_dram():
         return None
-    words, log_only, most_per_sm = entry
+    words, width, log_only, most_per_sm = entry
     if (log_only and kind != "log_softmax") or (
         most_per_sm is not None and rows >= most_per_sm * _sm_count()
     ):
         return None
-    return f"warp: {words} thread_group_width=32 rows_per_access=1 block=128 one_row"
+    return f"warp: {words} thread_group_width={width} rows_per_access=1 block=128 one_row"
 
 
 def _one_row(cols: int, rows: int) -> str | None:
@@ -669,8 +672,8 @@ def test_16_bit_rows_take_the_4_pack_rungs_below_16_and_32_lanes(cols, rung, dty
     # k16BitWarp16x4RaggedMostPacks); rows of 21-32 packs keep 16 x 2, the rest of 49-64 32 x 2.
     # The trace reports the plan for aligned rows; the same rows one element off a 16-byte
     # boundary are checked for their results. 301 rows: the last warp's second group has no row.
-    # Where the DRAM is narrow, log_softmax rows of 256 columns run the rung of 32 lanes of a
-    # pack by its one-row kernel instead (_warp_one_row).
+    # Where the DRAM is narrow, rows of 128 columns run the 16 x 1 rung by its one-row kernel
+    # instead, and log_softmax rows of 256 the rung of 32 lanes of a pack (_warp_one_row).
     one = _warp_one_row(kind, dtype, cols, 301)
     for offset, plan in _aligned_and_off_a_boundary(kind, dtype, 301, cols):
         if offset == 0:
@@ -801,27 +804,30 @@ def _case_id(value) -> str:
 
 @pytest.mark.parametrize("kind", list(OPS))
 @pytest.mark.parametrize(("dtype", "cols"), WARP_ONE_ROW_CASES, ids=_case_id)
-def test_rows_that_fill_a_32_lane_rung_run_a_warp_a_row(dtype, cols, kind):
-    # Rows of whole packs that fill the warp path's 32 lanes of 1 to 4 packs exactly run its
-    # kernel of a warp a row (kWarpOneRowRules: float 256, 384 and 512 columns, 16-bit 256 for
-    # log_softmax, 512 and 1024), a block a tile of four rows, with no row loop and no test of
-    # the row's end, where the DRAM is narrow for the SMs (an H100): here on 256 rows an SM, and
-    # one row fewer, whose last block has warps with no row (float 512 from 512 rows an SM and
-    # 16-bit 1024 from 1024 take block_registers' 128 x 1: the bulk-copy tests). A wider DRAM,
-    # and 16-bit softmax at 256 columns, keep the rung's kernel of the row loop. Rows one element
-    # off a 16-byte boundary take the ragged kernel (the trace reports the aligned plan); sampled
-    # rows of every launch match the reference (_many_rows).
-    words = WARP_ONE_ROW[(dtype == oneflite.float32, cols)][0]
+def test_rows_that_fill_a_32_or_16_lane_rung_run_a_group_a_row(dtype, cols, kind):
+    # Rows of whole packs that fill the warp path's 32 lanes of 1 to 4 packs, or 16 lanes of 1
+    # or 2, exactly run its kernel of a group a row (kWarpOneRowRules: float 128, 256, 384 and
+    # 512 columns, 16-bit 128, 256 for log_softmax, 512 and 1024), a block a tile of four rows
+    # (eight on 16 lanes), with no row loop and no test of the row's end, where the DRAM is
+    # narrow for the SMs (an H100): here on 256 rows an SM, and one row fewer, whose last block
+    # has warps with no row, and on 16 lanes a warp whose second group has none (float 512 from
+    # 512 rows an SM and 16-bit 1024 from 1024 take block_registers' 128 x 1: the bulk-copy
+    # tests). A wider DRAM, and 16-bit softmax at 256 columns, keep the rung's kernel of the row
+    # loop. Rows one element off a 16-byte boundary take the ragged kernel (the trace reports the
+    # aligned plan); sampled rows of every launch match the reference (_many_rows).
+    words, width = WARP_ONE_ROW[(dtype == oneflite.float32, cols)][:2]
+    rows_per_block = 128 // width
     for rows, offset, plan in _many_rows(kind, dtype, cols, 256 * _sm_count()):
         if offset != 0:
             continue
         one = _warp_one_row(kind, dtype, cols, rows)
         if one is not None:
-            assert f"{one} grid={(rows + 3) // 4}" in plan, (rows, plan)
+            grid = (rows + rows_per_block - 1) // rows_per_block
+            assert f"{one} grid={grid}" in plan, (rows, plan)
         else:
             assert "warp: " in plan and " one_row" not in plan, (rows, plan)
             if cols != 256 or dtype == oneflite.float32:  # 16-bit 256: the ladder's 16 x 2
-                assert f"warp: {words} thread_group_width=32 " in plan, (rows, plan)
+                assert f"warp: {words} thread_group_width={width} " in plan, (rows, plan)
 
 
 def _every_row_values(rows: int, cols: int, dtype: oneflite.dtype, seed: int) -> np.ndarray:
@@ -847,8 +853,9 @@ def _every_row_values(rows: int, cols: int, dtype: oneflite.dtype, seed: int) ->
 def test_one_row_kernel_matches_the_reference_in_every_row(dtype, cols, kind):
     # The one-row kernels (block_registers' and the warp path's: the tests above) on 301 rows,
     # every row checked (_every_row_values; the warp kernel's last block has one row and three
-    # warps with none); then the same rows from one element past x's start (the ragged kernels),
-    # and a view of every other row (rows 2 * cols apart: not contiguous, copied first).
+    # warps with none, or on 16 lanes five rows, its third warp's second group none); then the
+    # same rows from one element past x's start (the ragged kernels), and a view of every other
+    # row (rows 2 * cols apart: not contiguous, copied first).
     op, ref = OPS[kind]
     values = _every_row_values(301, cols, dtype, seed=cols + 3)
     x = make_tensor(values, dtype, DEVICE)
@@ -885,7 +892,7 @@ def test_rows_brought_in_by_one_bulk_copy_match_the_reference_in_every_row(dtype
     op, ref = OPS[kind]
     if not (_narrow_dram() and _bulk_copies()):
         pytest.skip("rows are planned onto bulk copies only where the DRAM is narrow, on sm_90 on")
-    many = WARP_ONE_ROW[(dtype == oneflite.float32, cols)][2] * _sm_count()
+    many = WARP_ONE_ROW[(dtype == oneflite.float32, cols)][3] * _sm_count()
     assert _warp_one_row(kind, dtype, cols, many) is None
     assert _warp_one_row(kind, dtype, cols, many - 1) is not None
     values = np.tile(_values(64, cols, seed=cols + 1).astype(np.float32), (many // 64 + 1, 1))

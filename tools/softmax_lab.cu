@@ -104,8 +104,9 @@
 //   one=off     a one-row warp plan (PlanWarpOneRow) on its rung's kernel with the row loop
 //               (where block_registers' 128 x 1 would take the rows without the rule, 16-bit
 //               1024 columns from 384 rows an SM, registers=128x1 is that plan)
-//   one=N       the warp path's one-row kernel (kOneRow) on rows of exactly 32 x N 16-byte
-//               packs (N of 1 to 4), any dtype, where the planner takes them or not
+//   one=N[/16]  the warp path's one-row kernel (kOneRow) on rows of exactly 32 x N 16-byte
+//               packs (N of 1 to 4), or with /16 of 16 x N (N of 1 or 2; two rows a warp), any
+//               dtype, where the planner takes them or not
 //   warprow=NxB[p][/W]  not a plan: one row a warp, 4 warps a block, the grid the rows / 4 (the
 //               warp path's launch shape) with no row loop, no alignment test and the columns a
 //               constant: rows of exactly 32 x N packs of B bytes (1x16, 2x16, 3x16, 4x16, 4x4,
@@ -772,36 +773,42 @@ Plan VariantPlan(const Options& options, const std::string& variant, const CudaD
   } else if (variant == "one=off" && plan.path == Path::kWarp && plan.one_row) {
     // The one-row warp plan's rung by its kernel with the row loop (PlanWarpOneRow undone).
     const int packs = plan.cols_per_thread / PackSize<T>::value;
-    auto replan = [&](auto packs_tag) {
+    auto replan = [&](auto width_tag, auto packs_tag) {
+      constexpr int kWidth = decltype(width_tag)::value;
       constexpr int kPacks = decltype(packs_tag)::value;
-      using Shape = WarpShape<kWarpSize, kPacks, kPackBytes, 1>;
-      if (kPacks != packs) { return; }
+      using Shape = WarpShape<kWidth, kPacks, kPackBytes, 1>;
+      if (kWidth != plan.width || kPacks != packs) { return; }
       if (options.algo == Algorithm::kSoftmax) {
         PlanWarp<T, Algorithm::kSoftmax, Shape>(info, rows, false, plan, ReadAheadChoice::kOff);
       } else {
         PlanWarp<T, Algorithm::kLogSoftmax, Shape>(info, rows, false, plan, ReadAheadChoice::kOff);
       }
     };
-    ForEachWarpOneRowPacks(replan);
+    ForEachWarpOneRowShape(replan);
   } else if (variant.rfind("one=", 0) == 0 && variant != "one=off") {
-    // The library's one-row warp kernel (kOneRow) on rows of exactly 32 x N 16-byte packs from
-    // a 16-byte boundary, for any dtype and N of kWarpOneRowPacks, whether the planner takes
-    // them or not.
+    // The library's one-row warp kernel (kOneRow) on rows of exactly W x N 16-byte packs from
+    // a 16-byte boundary (W = 32, or 16 with /16), for any dtype and shape of
+    // kWarpOneRowShapes, whether the planner takes them or not.
     const int packs = std::stoi(variant.substr(4));
+    const int width = variant.find("/16") != std::string::npos ? 16 : kWarpSize;
     bool found = false;
-    auto replan = [&](auto packs_tag) {
+    auto replan = [&](auto width_tag, auto packs_tag) {
+      constexpr int kWidth = decltype(width_tag)::value;
       constexpr int kPacks = decltype(packs_tag)::value;
-      if (kPacks != packs || cols != int64_t{kWarpSize} * kPacks * PackSize<T>::value) { return; }
+      if (kWidth != width || kPacks != packs ||
+          cols != int64_t{kWidth} * kPacks * PackSize<T>::value) {
+        return;
+      }
       found = true;
       if (options.algo == Algorithm::kSoftmax) {
-        PlanWarpOneRowRung<T, Algorithm::kSoftmax, kPacks>(info, rows, plan);
+        PlanWarpOneRowRung<T, Algorithm::kSoftmax, kWidth, kPacks>(info, rows, plan);
       } else {
-        PlanWarpOneRowRung<T, Algorithm::kLogSoftmax, kPacks>(info, rows, plan);
+        PlanWarpOneRowRung<T, Algorithm::kLogSoftmax, kWidth, kPacks>(info, rows, plan);
       }
     };
-    ForEachWarpOneRowPacks(replan);
+    ForEachWarpOneRowShape(replan);
     if (!found) {
-      std::fprintf(stderr, "softmax_lab: %s takes rows of 32 x N 16-byte packs\n", variant.c_str());
+      std::fprintf(stderr, "softmax_lab: %s takes rows of W x N 16-byte packs\n", variant.c_str());
       std::exit(2);
     }
   } else if (variant.rfind("warp=", 0) == 0) {

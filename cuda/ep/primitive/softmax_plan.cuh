@@ -113,7 +113,7 @@ struct Plan {
   bool bulk_load = false;
   // block_registers on rows that fill its shape exactly: the kernel of a block a row with no row
   // loop and no test of the row's end (kOneRow; kFloatOneRowShapes says where); the warp path on
-  // rows that fill a 32-lane rung: its kernel of a warp a row (kWarpOneRowRules).
+  // rows that fill a 32- or 16-lane rung: its kernel of a group a row (kWarpOneRowRules).
   bool one_row = false;
   // block_registers, the warp path and block_smem: the launch runs the kernel's copy that asks
   // L2 for x's bytes ahead of its own (ReadAhead; ReadsAheadPlanned, kWarpReadAheadShape and
@@ -244,7 +244,7 @@ void LaunchWarp(const Plan& plan, cudaStream_t stream, int64_t rows, int64_t col
     CheckOneRowLaunch(x, cols, int64_t{Shape::width} * Shape::packs * PackSize<T>::value);
     // y's packs would straddle 16-byte boundaries, or the grid does not reach every row: the
     // rung's kernel with its row loop and store fallback.
-    constexpr int64_t kRowsPerBlock = kWarpBlockSize / kWarpSize;
+    constexpr int64_t kRowsPerBlock = kWarpBlockSize / Shape::width;
     if (!SameAlignment<Shape::bytes>(x, y) || int64_t{plan.grid} * kRowsPerBlock < rows) {
       LaunchWarp<T, kAlgorithm, Shape, false>(plan, stream, rows, cols, x, y);
       return;
@@ -1791,13 +1791,14 @@ bool PlanCachedTail(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool
   }
 }
 
-// Rows of exactly 32 lanes times `packs` 16-byte packs from a 16-byte boundary, where the DRAM
-// is narrow for the SMs (NarrowDram: an H100), take the warp path's kernel of a warp a row
-// (kOneRow in WarpSoftmaxKernel) in place of the rung's kernel of the row loop, or of
-// block_registers' 128 x 1 below `most_rows_per_sm` (0: no bound). PlanPath asks PlanWarpOneRow
-// before PlanBlockRegisters, so the bounds are where 128 x 1 takes the rows from. Measured on
-// an H100 (tools/softmax_lab.cu, one=off or one=N against the plan, two rounds, fractions of
-// copy, softmax / log_softmax; NOTES.md items 106 and 107):
+// Rows of exactly `width` lanes (32, or 16: two rows a warp) times `packs` 16-byte packs from a
+// 16-byte boundary, where the DRAM is narrow for the SMs (NarrowDram: an H100), take the warp
+// path's kernel of a group a row (kOneRow in WarpSoftmaxKernel) in place of the rung's kernel of
+// the row loop, or of block_registers' 128 x 1 below `most_rows_per_sm` (0: no bound). PlanPath
+// asks PlanWarpOneRow before PlanBlockRegisters, so the bounds are where 128 x 1 takes the rows
+// from. Measured on an H100 (tools/softmax_lab.cu, one=off or one=N[/16] against the plan, or a
+// kernel of nothing but the row, two rounds, fractions of copy, softmax / log_softmax; NOTES.md
+// items 106-108):
 //  * float 256 (2 packs): 8192 rows 1.004 -> 1.008-1.012 / 0.984-1.004 -> 1.000-1.008, 32768
 //    1.023-1.025 -> 1.036-1.039 / 1.022-1.023 -> 1.037, 98304 1.004-1.005 -> 1.009 / 1.003-1.005
 //    -> 1.007-1.008, 393216 0.996 -> 0.997 / 0.995-0.996 -> 0.997-0.998;
@@ -1817,9 +1818,20 @@ bool PlanCachedTail(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool
 //  * 16-bit 1024 (4), below k16BitOneRowMostRowsPerSm: 32768 (the rung's kernel) 0.991-0.995 ->
 //    1.002-1.008, 49152 (the same) 0.998-1.006 -> 1.004-1.015, 98304 (128 x 1's bulk load)
 //    0.994-0.996 -> 0.998-1.000, with Triton's kernel at 1.000-1.005 and 0.995; at 196608 rows
-//    the bulk load led, 0.999-1.002 -> 0.995-0.997.
+//    the bulk load led, 0.999-1.002 -> 0.995-0.997;
+//  * 16-bit 128 (16 lanes of 1 pack), half and bfloat16, against the 16 x 1 rung's two rows a
+//    group, by the lab's kernel of nothing but the row (warprow=1x16/16, item 108): 8192 rows
+//    0.921-0.955 -> 0.968-1.007 / 0.931-0.969 -> 0.961-1.027, 32768 0.939-0.954 -> 0.969-0.980 /
+//    0.938-0.954 -> 0.972-0.988, 98304 0.992-0.998 -> 1.008-1.014 / 0.990-1.000 -> 1.004-1.014,
+//    196608 0.989-0.993 -> 0.995-0.997 / 0.991-0.993 -> 0.995-0.999;
+//  * float 128 (16 lanes of 2 packs), against the 16 x 2 rung (warprow=2x16/16): 8192 rows
+//    0.913-0.915 -> 0.942-0.943 / 0.899-0.905 -> 0.937-0.943, 32768 0.958-0.966 -> 0.987-0.989 /
+//    0.968-0.971 -> 0.976-0.987, 98304 0.994-0.996 -> 1.005 / 0.994-0.998 -> 1.002-1.004,
+//    196608 1.000-1.004 -> 1.005-1.011 / 1.002 -> 1.006-1.007. float 64 on 16 lanes of one pack
+//    gained 3-9% at 8192 rows but lost 1-2% at 32768, so it keeps its rung.
 // Where the DRAM is wide (an H200) none is measured, and the planner keeps its plans there.
 struct WarpOneRowRule {
+  int width;  // lanes a row: 32 (a warp) or 16 (two rows a warp); 0: no rule
   bool is_16bit;
   int packs;
   bool log_softmax_only;
@@ -1829,22 +1841,30 @@ struct WarpOneRowRule {
 // SMs: ahead) and 1489 (behind).
 constexpr int64_t k16BitOneRowMostRowsPerSm = 1024;
 constexpr WarpOneRowRule kWarpOneRowRules[] = {
-    {false, 2, false, 0},                         // float 256
-    {false, 3, false, 0},                         // float 384
-    {false, 4, false, kFloat128x1MinRowsPerSm},   // float 512
-    {true, 1, true, 0},                           // 16-bit 256, log_softmax
-    {true, 2, false, 0},                          // 16-bit 512
-    {true, 4, false, k16BitOneRowMostRowsPerSm},  // 16-bit 1024
+    {16, false, 2, false, 0},                         // float 128
+    {32, false, 2, false, 0},                         // float 256
+    {32, false, 3, false, 0},                         // float 384
+    {32, false, 4, false, kFloat128x1MinRowsPerSm},   // float 512
+    {16, true, 1, false, 0},                          // 16-bit 128
+    {32, true, 1, true, 0},                           // 16-bit 256, log_softmax
+    {32, true, 2, false, 0},                          // 16-bit 512
+    {32, true, 4, false, k16BitOneRowMostRowsPerSm},  // 16-bit 1024
 };
-// The packs a lane the one-row kernel is built for (in the lab, for any dtype: one=N).
-constexpr int kWarpOneRowPacks[] = {1, 2, 3, 4};
+// The lanes and packs a lane the one-row kernel is built for (in the lab, for any dtype: one=N
+// and one=N/16).
+struct WarpOneRowShape {
+  int width;
+  int packs;
+};
+constexpr WarpOneRowShape kWarpOneRowShapes[] = {{32, 1}, {32, 2}, {32, 3},
+                                                 {32, 4}, {16, 1}, {16, 2}};
 
-// The rule for rows of 32 x `packs` packs of T, or one of 0 packs where there is none.
+// The rule for rows of `width` x `packs` packs of T, or one of width 0 where there is none.
 template <typename T, Algorithm kAlgorithm>
-constexpr WarpOneRowRule WarpOneRowRuleOf(int packs) {
+constexpr WarpOneRowRule WarpOneRowRuleOf(int width, int packs) {
   if constexpr (std::is_same_v<T, float> || kIs16Bit<T>) {
     for (const WarpOneRowRule& rule : kWarpOneRowRules) {
-      if (rule.is_16bit == kIs16Bit<T> && rule.packs == packs &&
+      if (rule.width == width && rule.is_16bit == kIs16Bit<T> && rule.packs == packs &&
           (!rule.log_softmax_only || kAlgorithm == Algorithm::kLogSoftmax)) {
         return rule;
       }
@@ -1853,24 +1873,27 @@ constexpr WarpOneRowRule WarpOneRowRuleOf(int packs) {
   return WarpOneRowRule{};
 }
 
-// Calls fn(std::integral_constant<int, packs>) for each of kWarpOneRowPacks.
+// Calls fn(std::integral_constant<int, width>, std::integral_constant<int, packs>) for each of
+// kWarpOneRowShapes.
 template <typename Fn, size_t... kIs>
-void ForEachWarpOneRowPacksOf(Fn&& fn, std::index_sequence<kIs...>) {
-  (fn(std::integral_constant<int, kWarpOneRowPacks[kIs]>{}), ...);
+void ForEachWarpOneRowShapeOf(Fn&& fn, std::index_sequence<kIs...>) {
+  (fn(std::integral_constant<int, kWarpOneRowShapes[kIs].width>{},
+      std::integral_constant<int, kWarpOneRowShapes[kIs].packs>{}),
+   ...);
 }
 template <typename Fn>
-void ForEachWarpOneRowPacks(Fn&& fn) {
-  ForEachWarpOneRowPacksOf(fn, std::make_index_sequence<std::size(kWarpOneRowPacks)>{});
+void ForEachWarpOneRowShape(Fn&& fn) {
+  ForEachWarpOneRowShapeOf(fn, std::make_index_sequence<std::size(kWarpOneRowShapes)>{});
 }
 
-// Fills `plan` with the 32 x kPacks rung on its one-row kernel (for PlanWarpOneRow, and the lab's
-// one=N on any rows it is asked for).
-template <typename T, Algorithm kAlgorithm, int kPacks>
+// Fills `plan` with the kWidth x kPacks rung on its one-row kernel (for PlanWarpOneRow, and the
+// lab's one=N[/16] on any rows it is asked for).
+template <typename T, Algorithm kAlgorithm, int kWidth, int kPacks>
 void PlanWarpOneRowRung(const CudaDeviceInfo& info, int64_t rows, Plan& plan) {
-  using Shape = WarpShape<kWarpSize, kPacks, kPackBytes, 1>;
+  using Shape = WarpShape<kWidth, kPacks, kPackBytes, 1>;
   PlanWarp<T, kAlgorithm, Shape>(info, rows, /*ragged=*/false, plan, ReadAheadChoice::kOff);
   const auto* kernel = reinterpret_cast<const void*>(
-      &WarpSoftmaxKernel<T, kAlgorithm, kWarpSize, kPacks, false, kPackBytes, 1, false, true>);
+      &WarpSoftmaxKernel<T, kAlgorithm, kWidth, kPacks, false, kPackBytes, 1, false, true>);
   SetGrid(plan, plan.tiles, info, MaxActiveBlocksPerSm(kernel, info, kWarpBlockSize, 0),
           /*persistent=*/false);
   plan.launch = &LaunchWarp<T, kAlgorithm, Shape, false, false, true>;
@@ -1883,25 +1906,24 @@ template <typename T, Algorithm kAlgorithm>
 bool PlanWarpOneRow(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_aligned,
                     Plan& plan) {
   constexpr int P = PackSize<T>::value;
-  constexpr int64_t kRowsPerBlock = kWarpBlockSize / kWarpSize;
-  if (!NarrowDram(info) || !WholePackRows<T>(cols, x_aligned) ||
-      (rows + kRowsPerBlock - 1) / kRowsPerBlock > kMaxGridBlocks) {
-    return false;
-  }
+  if (!NarrowDram(info) || !WholePackRows<T>(cols, x_aligned)) { return false; }
   bool chosen = false;
-  auto consider = [&](auto packs_tag) {
+  auto consider = [&](auto width_tag, auto packs_tag) {
+    constexpr int kWidth = decltype(width_tag)::value;
     constexpr int kPacks = decltype(packs_tag)::value;
-    constexpr WarpOneRowRule kRule = WarpOneRowRuleOf<T, kAlgorithm>(kPacks);
-    if constexpr (kRule.packs != 0) {
-      if (cols != int64_t{kWarpSize} * kPacks * P ||
-          (kRule.most_rows_per_sm > 0 && rows >= kRule.most_rows_per_sm * info.sm_count)) {
+    constexpr WarpOneRowRule kRule = WarpOneRowRuleOf<T, kAlgorithm>(kWidth, kPacks);
+    constexpr int64_t kRowsPerBlock = kWarpBlockSize / kWidth;
+    if constexpr (kRule.width != 0) {
+      if (cols != int64_t{kWidth} * kPacks * P ||
+          (kRule.most_rows_per_sm > 0 && rows >= kRule.most_rows_per_sm * info.sm_count) ||
+          (rows + kRowsPerBlock - 1) / kRowsPerBlock > kMaxGridBlocks) {
         return;
       }
-      PlanWarpOneRowRung<T, kAlgorithm, kPacks>(info, rows, plan);
+      PlanWarpOneRowRung<T, kAlgorithm, kWidth, kPacks>(info, rows, plan);
       chosen = true;
     }
   };
-  ForEachWarpOneRowPacks(consider);
+  ForEachWarpOneRowShape(consider);
   return chosen;
 }
 
@@ -1931,8 +1953,8 @@ Plan PlanPath(const CudaDeviceInfo& info, int64_t rows, int64_t cols, bool x_ali
   Plan plan;
   plan.pack = P;
 
-  // Rows that fill a 32-lane warp rung exactly, where the DRAM is narrow: a warp a row, with
-  // nothing but the row (PlanWarpOneRow), up to where block_registers' 128 x 1 takes them.
+  // Rows that fill a 32- or 16-lane warp rung exactly, where the DRAM is narrow: a group a row,
+  // with nothing but the row (PlanWarpOneRow), up to where block_registers' 128 x 1 takes them.
   if (allow_registers && PlanWarpOneRow<T, kAlgorithm>(info, rows, cols, x_aligned, plan)) {
     return plan;
   }

@@ -143,10 +143,12 @@ constexpr int kWarpEdges = (2 * (P - 1) + kWidth - 1) / kWidth;
 // another copy of the kernel, so that the rungs that do not read ahead keep their code
 // (kWarpReadAheadShape says which do).
 //
-// kOneRow: a warp a row and a block a tile, for rows that fill a 32-lane rung exactly from a
-// 16-byte boundary, x and y alike (kWarpOneRowRules says where). The columns are a constant,
-// every pack is in the row and every store a vector: no row loop, no row end, no lead, no
-// store fallback; a warp past the last row leaves at once.
+// kOneRow: a group a row (a warp, or two groups of 16 lanes) and a block a tile, for rows that
+// fill a 32- or 16-lane rung exactly from a 16-byte boundary, x and y alike (kWarpOneRowRules
+// says where). The columns are a constant, every pack is in the row and every store a vector: no
+// row loop, no row end, no lead, no store fallback; a warp past the last row leaves at once, and
+// a group of 16 past it (the second of the last warp, for an odd number of rows) reads the last
+// row again, so that its lanes reach the shuffles with the others' values, and stores nothing.
 template <typename T, Algorithm kAlgorithm, int kWidth, int kPacks, bool kRagged,
           int kBytes = kPackBytes, int kRowsAsked = 0, bool kReadAhead = false,
           bool kOneRow = false>
@@ -157,8 +159,10 @@ __global__ void __launch_bounds__(kWarpBlockSize, kWarpMinBlocksPerSm<T>)
   using WarpPack = Pack<T, kBytes>;
   constexpr int P = PackSize<T, kBytes>::value;
   constexpr int kRows = kGroupRows<T, kWidth, kPacks, kRagged, kBytes, kRowsAsked>;
-  static_assert(!kOneRow || (kWidth == kWarpSize && kRows == 1 && !kRagged && !kReadAhead),
-                "the one-row kernel takes a row a warp, of whole packs, and does not read ahead");
+  static_assert(!kOneRow || ((kWidth == kWarpSize || kWidth == kWarpSize / 2) && kRows == 1 &&
+                             !kRagged && !kReadAhead),
+                "the one-row kernel takes a row a group of 32 or 16 lanes, of whole packs, and "
+                "does not read ahead");
   const int cols = kOneRow ? kWidth * kPacks * P : run_cols;
   constexpr int kGroups = kWarpSize / kWidth;
   constexpr int kTileRows = kGroups * kRows;
@@ -189,8 +193,9 @@ __global__ void __launch_bounds__(kWarpBlockSize, kWarpMinBlocksPerSm<T>)
     int body_end[kRows];  // and [body_end, cols) after the last
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
-      const int64_t row = tile + r * kGroups + group;  // adjacent groups take adjacent rows
-      row_cols[r] = kOneRow || row < rows ? cols : 0;  // kOneRow's row is the tile: in range
+      int64_t row = tile + r * kGroups + group;  // adjacent groups take adjacent rows
+      if constexpr (kOneRow && kGroups > 1) { row = min(row, rows - 1); }  // a group past: again
+      row_cols[r] = kOneRow || row < rows ? cols : 0;  // kOneRow's row is now in range
       const T* x_row = x + row * cols;
       lead[r] = kOneRow ? 0 : min(row_cols[r], (P - HeadOffset<kBytes>(x_row)) % P);
       body_end[r] = lead[r] + (row_cols[r] - lead[r]) / P * P;
@@ -259,6 +264,7 @@ __global__ void __launch_bounds__(kWarpBlockSize, kWarpMinBlocksPerSm<T>)
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       const int64_t row = tile + r * kGroups + group;
+      if (kOneRow && kGroups > 1 && row >= rows) { continue; }  // read again, stores nothing
       T* y_row = y + row * cols;
       const ShiftedOutput<T, kAlgorithm> output =
           kSharedLog ? ShiftedOutput<T, kAlgorithm>::FromScale(row_log[r])
