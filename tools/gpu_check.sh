@@ -6,7 +6,7 @@
 #   tools/gpu_check.sh [--jobs N] [--bench] [extra pytest args]
 #
 #   --jobs N   split the suite's tests round-robin over N pytest processes that share the GPU
-#              (default 1). Five take the suite from about 8 minutes to about 2 on an H100.
+#              (default 1). Five processes ran the whole suite in about 130 s on an H100.
 #   --bench    after the tests pass: python -m oneflite.bench --device all, then --overhead,
 #              then docs/_tools/record.py bench and cuda (about 4 minutes on an H100).
 #
