@@ -74,7 +74,8 @@ else
   # Test ids are relative to the repository (its pyproject.toml is pytest's rootdir).
   (cd /tmp && python3 -m pytest --collect-only -q -p no:cacheprovider "$repo/tests" "$@") \
     >"$out/collect.txt" 2>&1
-  grep "::" "$out/collect.txt" | awk -v n="$jobs" -v dir="$out" -v repo="$repo" \
+  # The ids come first, one a line, up to the first blank line (a warnings summary may follow).
+  awk 'NF == 0 { exit } /::/' "$out/collect.txt" | awk -v n="$jobs" -v dir="$out" -v repo="$repo" \
     '{ print repo "/" $0 > (dir "/shard" (NR % n) ".txt") }'
   if ! ls "$out"/shard*.txt >/dev/null 2>&1; then
     tail -20 "$out/collect.txt"
