@@ -107,10 +107,11 @@ def _import_torch() -> Any:
     return torch
 
 
-def _triton_softmax() -> Callable[[Any], Any] | None:
-    """The Triton tutorial's design: one program per row, the row in one power-of-two block."""
+def _triton_row_softmax() -> Any:
+    """The Triton tutorial's design: one program per row, the row in one power-of-two block.
+    The jitted kernel, or None where triton is not importable (it needs no torch, so
+    tools/triton_cubins.py can compile it for a GPU this machine does not have)."""
     try:
-        import torch
         import triton
         import triton.language as tl
     except ImportError:
@@ -128,12 +129,29 @@ def _triton_softmax() -> Callable[[Any], Any] | None:
         y = numerator / tl.sum(numerator, axis=0)
         tl.store(out_ptr + row * out_stride + offsets, y.to(out_ptr.dtype.element_ty), mask=mask)
 
+    return row_softmax
+
+
+def triton_launch_config(cols: int) -> tuple[int, int]:
+    """The Triton kernel's (BLOCK, num_warps) for rows of `cols` columns: the row in the next
+    power of two, on more warps as it grows."""
+    block = 1 << max(cols - 1, 0).bit_length()
+    return block, 4 if block < 2048 else (8 if block < 4096 else 16)
+
+
+def _triton_softmax() -> Callable[[Any], Any] | None:
+    """The Triton kernel as a softmax of 2-d torch tensors (rows of any stride, unit column
+    stride), or None where torch or triton is not importable."""
+    torch = _import_torch()
+    row_softmax = _triton_row_softmax()
+    if torch is None or row_softmax is None:
+        return None
+
     def launch(x: Any, y: Any, **options: Any) -> Any:
         """Runs the kernel on x into y and returns the compiled kernel (`options`: Triton's
         compile options, for tools/triton_cubins.py)."""
         rows, cols = x.shape
-        block = triton.next_power_of_2(cols)
-        num_warps = 4 if block < 2048 else (8 if block < 4096 else 16)
+        block, num_warps = triton_launch_config(cols)
         return row_softmax[(rows,)](y, x, x.stride(0), y.stride(0), cols, BLOCK=block,
                                     num_warps=num_warps, **options)
 

@@ -388,3 +388,37 @@ def test_quick_gpu_benchmark_checks_every_provider(tmp_path: Path) -> None:
     assert {"oneflite", "copy", "torch"} <= timed
     # Every provider's output passed the float64 check (a WRONG note otherwise).
     assert not [r for r in results if r["note"]]
+
+
+@pytest.mark.parametrize(("cols", "config"), [
+    (1, (1, 4)), (32, (32, 4)), (33, (64, 4)), (1000, (1024, 4)), (1024, (1024, 4)),
+    (1025, (2048, 8)), (2048, (2048, 8)), (2049, (4096, 16)), (3072, (4096, 16)),
+    (65536, (65536, 16)),
+])
+def test_triton_kernel_takes_the_row_in_the_next_power_of_two(cols, config) -> None:
+    """The tutorial's launch: BLOCK the least power of two that holds the row, on 4 warps below
+    2048, 8 below 4096 and 16 from there."""
+    from oneflite.bench import triton_launch_config
+
+    assert triton_launch_config(cols) == config
+
+
+def test_triton_cubins_compile_for_an_architecture_without_a_gpu(tmp_path: Path) -> None:
+    """tools/triton_cubins.py --arch compiles the benchmark's Triton kernel for sm_90 on any
+    machine, specialized as the benchmark's launch on contiguous rows: 16-byte loads where the
+    columns are a multiple of 16 (float 3072: two a thread on 512 threads), element loads
+    otherwise (1000 columns: four to each 16-byte stretch)."""
+    pytest.importorskip("triton")
+    tool = Path(__file__).resolve().parents[1] / "tools" / "triton_cubins.py"
+    result = run_python(str(tool), str(tmp_path), "--arch", "90", "--dtypes", "float32",
+                        "--cols", "1000", "3072", "--ptx", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (tmp_path / "float_3072.cubin").read_bytes()[:4] == b"\x7fELF"
+    assert (tmp_path / "float_3072.txt").read_text().split()[:2] == ["512", "64"]
+    assert (tmp_path / "float_1000.txt").read_text().split()[0] == "128"
+    wide = tmp_path.joinpath("float_3072.ptx").read_text()
+    assert "sm_90" in wide
+    assert len(re.findall(r"ld\.global\.v4\.b32", wide)) == 2
+    assert "ld.global.b32" not in wide
+    narrow = tmp_path.joinpath("float_1000.ptx").read_text()
+    assert "ld.global.v4" not in narrow and len(re.findall(r"ld\.global\.b32", narrow)) == 8
