@@ -71,9 +71,14 @@ status=0
 if [ "$jobs" -eq 1 ]; then
   run_pytest "" "$repo/tests" "$@" || status=$?
 else
-  # Test ids are relative to the repository (its pyproject.toml is pytest's rootdir).
-  (cd /tmp && python3 -m pytest --collect-only -q -p no:cacheprovider "$repo/tests" "$@") \
-    >"$out/collect.txt" 2>&1
+  # Test ids are relative to the repository (its pyproject.toml is pytest's rootdir). A file
+  # that fails to collect would be in no shard: the check fails on it here, as one process would.
+  if ! (cd /tmp && python3 -m pytest --collect-only -q -p no:cacheprovider "$repo/tests" "$@") \
+      >"$out/collect.txt" 2>&1; then
+    tail -8 "$out/collect.txt"
+    echo "gpu_check: COLLECTION FAILED"
+    exit 1
+  fi
   # The ids come first, one a line, up to the first blank line (a warnings summary may follow).
   awk 'NF == 0 { exit } /::/' "$out/collect.txt" | awk -v n="$jobs" -v dir="$out" -v repo="$repo" \
     '{ print repo "/" $0 > (dir "/shard" (NR % n) ".txt") }'
